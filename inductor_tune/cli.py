@@ -1,0 +1,157 @@
+"""``inductor-tune``: the command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+
+log = logging.getLogger("inductor_tune")
+
+NO_GPU = (
+    "no CUDA GPU is visible here: `{cmd}` measures on a GPU. Without one you can read recorded studies "
+    "with `inductor-tune show db/quack.sqlite` or run the tests with `bash .ci/run`."
+)
+
+
+class CliError(Exception):
+    """An error reported as one line, exit status 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="inductor-tune",
+        description="Tune the launch configs of the reduction kernels TorchInductor generates for norm layers.",
+    )
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("gpus", help="fingerprint of each visible GPU (name, SMs, capability, memory, versions)")
+
+    t = sub.add_parser("tune", help="run (or resume) the tuning studies of an experiment on the local GPU")
+    t.add_argument("experiment", help="experiment YAML, e.g. experiments/quack.yaml")
+    t.add_argument("--kernels", help="comma-separated kernel names (overrides the file)")
+    t.add_argument("--shapes", help="comma-separated MxN shapes, e.g. 32768x4096,8192x65536")
+    t.add_argument("--dtypes", help="comma-separated dtypes: bf16, fp16, fp32")
+    t.add_argument("--trials", type=int, help="measured trials per study, Inductor's default included")
+    t.add_argument("--timeout", type=float, dest="timeout_s", help="wall-time budget per study, seconds")
+    t.add_argument("--trial-timeout", type=float, dest="trial_timeout_s", help="kill a trial after this many seconds")
+    t.add_argument("--sampler", help="tpe (default), random, grid, cmaes or gp")
+    t.add_argument("--storage", help="SQLAlchemy URL (default sqlite:///db/<experiment>.sqlite)")
+    t.add_argument("--gpu", type=int, default=0, help="CUDA device index to tune on (default 0)")
+    t.add_argument("--seed", type=int, help="sampler seed (combined with each study's name)")
+    t.add_argument("--workers", type=int, help="compile/measure worker processes (default: CPU cores - 1)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    s = sub.add_parser("show", help="per study: Inductor default vs best found, GB/s, %% of ceiling, speedup")
+    s.add_argument("db", help="SQLite file or SQLAlchemy URL")
+    s.add_argument("--gpu", help="only studies whose GPU name or fingerprint contains this")
+    s.add_argument("--kernel", help="only this kernel")
+    s.add_argument("--wide", action="store_true", help="also print the best config")
+    return p
+
+
+def _storage_url(text: str) -> str:
+    return text if "://" in text else f"sqlite:///{text}"
+
+
+def cmd_gpus(args) -> int:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise CliError(NO_GPU.format(cmd="gpus"))
+    from .evaluate import gpu_fingerprint
+    from .search import fingerprint_key
+
+    for i in range(torch.cuda.device_count()):
+        fp = gpu_fingerprint(i)
+        print(f"GPU {i}: {fingerprint_key(fp)}")
+        for key, value in fp.items():
+            print(f"  {key:20s} {value}")
+    return 0
+
+
+def cmd_tune(args) -> int:
+    from . import experiment as experiment_mod
+
+    exp = experiment_mod.with_overrides(
+        experiment_mod.load(args.experiment), kernels=args.kernels, shapes=args.shapes, dtypes=args.dtypes,
+        trials=args.trials, timeout_s=args.timeout_s, trial_timeout_s=args.trial_timeout_s, sampler=args.sampler,
+        storage=args.storage and _storage_url(args.storage), seed=args.seed, workers=args.workers,
+    )
+    import torch
+
+    from .choices import check_torch_supported
+
+    check_torch_supported()
+    if not torch.cuda.is_available():
+        raise CliError(NO_GPU.format(cmd="tune"))
+    if not 0 <= args.gpu < torch.cuda.device_count():
+        raise CliError(f"--gpu {args.gpu} does not exist: {torch.cuda.device_count()} GPU(s) visible")
+    from tqdm import tqdm
+
+    from .search import Tuner
+    from .store import Store
+    from .workers import WorkerPool
+
+    if exp.storage_url.startswith("sqlite:///db/"):
+        os.makedirs("db", exist_ok=True)
+    store = Store(exp.storage_url, create=True)
+    n_workers = exp.workers or max(1, (os.cpu_count() or 2) - 1)
+    problems = exp.problems()
+    log.info("%d studies x %d trials on GPU %d with %d workers -> %s", len(problems), exp.trials, args.gpu,
+             n_workers, exp.storage_url)
+    start = time.monotonic()
+    with WorkerPool(args.gpu, n_workers, exp.trial_timeout_s) as pool, tqdm(
+        total=len(problems) * exp.trials, disable=args.no_progress, unit="trial", desc="tuning"
+    ) as bar:
+        tuner = Tuner(exp, pool, store, progress=bar)
+        names = tuner.run()
+    wall = time.monotonic() - start
+    rate = tuner.measured / tuner.measure_wall_s if tuner.measure_wall_s else 0.0
+    log.info("measured %d trials in %.0f s of search (%.2f trials/s); %.0f s in all", tuner.measured,
+             tuner.measure_wall_s, rate, wall)
+    from .show import render, study_rows
+
+    print(render([r for r in study_rows(store) if any(n.startswith(f"{r.kernel}/{r.shape}/{r.dtype}@") for n in names)]))
+    print(f"search throughput: {tuner.measured} trials in {tuner.measure_wall_s:.0f} s = {rate:.2f} trials/s")
+    for line in tuner.failed:
+        print(f"inductor-tune: {line}", file=sys.stderr)
+    return 1 if tuner.failed else 0
+
+
+def cmd_show(args) -> int:
+    from .show import render, study_rows
+    from .store import Store
+
+    store = Store(_storage_url(args.db), create=False)
+    rows = study_rows(store, gpu=args.gpu, kernel=args.kernel)
+    if not rows:
+        raise CliError(f"{args.db} has no studies matching the filters")
+    print(render(rows, wide=args.wide))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose + 1, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .choices import UnsupportedTorch
+    from .experiment import ExperimentError
+    from .store import StoreError
+
+    handlers = {"gpus": cmd_gpus, "tune": cmd_tune, "show": cmd_show}
+    try:
+        return handlers[args.command](args)
+    except (CliError, ExperimentError, StoreError, UnsupportedTorch) as exc:
+        print(f"inductor-tune: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("inductor-tune: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""Experiment YAML files: what to tune and how, validated before anything runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Sequence
+
+import yaml
+
+from .kernels import CATALOG, DTYPES, Shape
+from .records import TimingSpec
+
+SAMPLERS = ("tpe", "random", "grid", "cmaes", "gp")
+
+
+class ExperimentError(ValueError):
+    """Bad experiment file or override; the message is the one line the user sees."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    name: str
+    kernels: tuple[str, ...]
+    shapes: tuple[Shape, ...]
+    dtypes: tuple[str, ...]
+    trials: int = 40
+    timeout_s: float | None = None  # wall-time budget per study
+    sampler: str = "tpe"
+    seed: int = 0
+    storage: str | None = None
+    workers: int | None = None
+    trial_timeout_s: float = 120.0
+    finalists: int = 3
+    rounds: int = 3
+    timing: TimingSpec = TimingSpec()
+    description: str = ""
+
+    @property
+    def storage_url(self) -> str:
+        return self.storage or f"sqlite:///db/{self.name}.sqlite"
+
+    def problems(self):
+        from .evaluate import Problem
+
+        return [Problem(k, s, d, self.seed) for k in self.kernels for d in self.dtypes for s in self.shapes]
+
+
+_KEYS = {f.name for f in dataclasses.fields(Experiment)} - {"timeout_s", "trial_timeout_s", "timing"}
+_KEYS |= {"timeout", "trial_timeout", "measure"}
+_MEASURE_KEYS = {"warmup_ms", "rep_ms", "cuda_graph"}
+
+
+def _as_list(value: Any, key: str) -> list:
+    if isinstance(value, str):
+        return [v for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise ExperimentError(f"'{key}' must be a list or a comma-separated string, got {type(value).__name__}")
+
+
+def parse_kernels(value: Any) -> tuple[str, ...]:
+    names = [str(v).strip() for v in _as_list(value, "kernels")]
+    unknown = [n for n in names if n not in CATALOG]
+    if unknown:
+        raise ExperimentError(f"unknown kernel(s) {', '.join(unknown)}; known: {', '.join(CATALOG)}")
+    if not names:
+        raise ExperimentError("'kernels' is empty")
+    return tuple(dict.fromkeys(names))
+
+
+def parse_shapes(value: Any) -> tuple[Shape, ...]:
+    shapes = []
+    for item in _as_list(value, "shapes"):
+        try:
+            if isinstance(item, (list, tuple)) and len(item) == 2:
+                shape = Shape(int(item[0]), int(item[1]))
+                if shape.rows <= 0 or shape.cols <= 0:
+                    raise ValueError
+            else:
+                shape = Shape.parse(str(item))
+        except (ValueError, TypeError):
+            raise ExperimentError(f"shape {item!r} is not MxN with positive integers, e.g. 32768x4096") from None
+        shapes.append(shape)
+    if not shapes:
+        raise ExperimentError("'shapes' is empty")
+    return tuple(dict.fromkeys(shapes))
+
+
+def parse_dtypes(value: Any) -> tuple[str, ...]:
+    names = [str(v).strip() for v in _as_list(value, "dtypes")]
+    unknown = [n for n in names if n not in DTYPES]
+    if unknown or not names:
+        raise ExperimentError(f"unknown dtype(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(DTYPES)}")
+    return tuple(dict.fromkeys(names))
+
+
+def _positive(value: Any, key: str, kind=int, allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise ExperimentError(f"'{key}' must be a positive number, got {value!r}") from None
+    if isinstance(value, bool) or number <= 0:
+        raise ExperimentError(f"'{key}' must be a positive number, got {value!r}")
+    return number
+
+
+def from_mapping(data: Any, name: str) -> Experiment:
+    if not isinstance(data, dict):
+        raise ExperimentError("experiment file must be a YAML mapping of keys to values")
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise ExperimentError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_KEYS))}")
+    for key in ("kernels", "shapes", "dtypes"):
+        if key not in data:
+            raise ExperimentError(f"missing required key '{key}'")
+    measure = data.get("measure") or {}
+    if not isinstance(measure, dict) or set(measure) - _MEASURE_KEYS:
+        raise ExperimentError(f"'measure' takes only {', '.join(sorted(_MEASURE_KEYS))}")
+    timing = TimingSpec(
+        warmup_ms=_positive(measure.get("warmup_ms", TimingSpec.warmup_ms), "measure.warmup_ms", float),
+        rep_ms=_positive(measure.get("rep_ms", TimingSpec.rep_ms), "measure.rep_ms", float),
+        cuda_graph=bool(measure.get("cuda_graph", True)),
+    )
+    sampler = str(data.get("sampler", "tpe"))
+    if sampler not in SAMPLERS:
+        raise ExperimentError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+    seed = data.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ExperimentError(f"'seed' must be a non-negative integer, got {seed!r}")
+    return Experiment(
+        name=str(data.get("name") or name),
+        kernels=parse_kernels(data["kernels"]),
+        shapes=parse_shapes(data["shapes"]),
+        dtypes=parse_dtypes(data["dtypes"]),
+        trials=_positive(data.get("trials", 40), "trials"),
+        timeout_s=_positive(data.get("timeout"), "timeout", float, allow_none=True),
+        sampler=sampler,
+        seed=seed,
+        storage=data.get("storage"),
+        workers=_positive(data.get("workers"), "workers", allow_none=True),
+        trial_timeout_s=_positive(data.get("trial_timeout", 120), "trial_timeout", float),
+        finalists=_positive(data.get("finalists", 3), "finalists"),
+        rounds=_positive(data.get("rounds", 3), "rounds"),
+        timing=timing,
+        description=str(data.get("description", "")),
+    )
+
+
+def load(path: str) -> Experiment:
+    if not os.path.isfile(path):
+        raise ExperimentError(f"experiment file {path} does not exist")
+    try:
+        with open(path) as fh:
+            data = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ExperimentError(f"{path} is not valid YAML{where}") from None
+    return from_mapping(data, os.path.splitext(os.path.basename(path))[0])
+
+
+def with_overrides(exp: Experiment, **overrides: Any) -> Experiment:
+    """Apply command-line overrides (None means: keep the file's value)."""
+    parsers = {"kernels": parse_kernels, "shapes": parse_shapes, "dtypes": parse_dtypes}
+    changes: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key in parsers:
+            value = parsers[key](value)
+        elif key == "sampler" and value not in SAMPLERS:
+            raise ExperimentError(f"unknown sampler {value!r}; choose one of {', '.join(SAMPLERS)}")
+        elif key in ("trials", "workers", "finalists", "rounds"):
+            value = _positive(value, key)
+        elif key in ("timeout_s", "trial_timeout_s"):
+            value = _positive(value, key.replace("_s", ""), float)
+        changes[key] = value
+    return dataclasses.replace(exp, **changes)
+
+
+def quack_shapes() -> Sequence[Shape]:
+    return [Shape(32768, 1 << k) for k in range(8, 17)] + [Shape(16384, 131072), Shape(8192, 262144)]

@@ -1,0 +1,342 @@
+"""The Optuna ask/tell loop: one study per (GPU fingerprint, kernel, shape, dtype), resumable.
+
+Per study: probe the kernels Inductor generates (per graph-flag combination) and build the space;
+measure Inductor's unmodified default as trial 0; keep every worker busy with sampled configs
+until the trial or time budget is spent; then re-measure the best few interleaved with the default
+and store the verdict with its spread.  Re-running the same command resumes: finished trials
+count toward the budget and the stored space is reused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import logging
+import re
+import statistics
+import time
+from typing import Any
+
+import optuna
+
+from .evaluate import Problem
+from .experiment import Experiment
+from .records import Measurement, Outcome
+from .space import (
+    DEFAULT_FLAGS, INDUCTOR_DEFAULT, ConstraintViolation, GraphFlags, KernelSlot, SearchSpace, TrialConfig,
+)
+from .store import Store
+from .workers import Task, TaskFailure, WorkerPool
+
+log = logging.getLogger(__name__)
+
+# Bytes of GPU memory a worker needs per byte of one (M, N) activation: inputs, outputs, gradients,
+# a CUDA graph's private outputs and saved forward tensors; plus a fixed CUDA-context overhead.
+WORKER_ACTIVATION_FACTOR = {False: 6, True: 10}
+WORKER_FIXED_BYTES = 1.5 * 2**30
+MAX_CONSTRAINT_STREAK = 2000
+
+
+def fingerprint_key(fp: dict[str, Any]) -> str:
+    """Readable identity of GPU model + software; part of every study name."""
+    gpu = re.sub(r"[^A-Za-z0-9]+", "-", fp["name"]).strip("-")
+    return f"{gpu}/sm{fp['compute_capability'].replace('.', '')}x{fp['sm_count']}/torch{fp['torch']}/triton{fp['triton']}"
+
+
+def study_name(problem: Problem, fp_key: str) -> str:
+    return f"{problem.kernel}/{problem.shape}/{problem.dtype}@{fp_key}"
+
+
+def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
+    if name == "tpe":
+        # Multivariate + group: slot parameters are conditional on persistent/looped and on the
+        # graph flags; constant_liar keeps parallel workers from asking for the same point.
+        return optuna.samplers.TPESampler(
+            seed=seed, multivariate=True, group=True, constant_liar=True, n_startup_trials=10
+        )
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "grid":
+        # Define-by-run spaces need BruteForceSampler; GridSampler wants a fixed space.
+        return optuna.samplers.BruteForceSampler(seed=seed)
+    if name == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed)
+    raise ValueError(f"unknown sampler {name!r}")
+
+
+def study_seed(seed: int, name: str) -> int:
+    return (seed * 1_000_003 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)) % (2**31)
+
+
+class StudyFailed(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass
+class _InFlight:
+    trial: optuna.trial.Trial
+    config: TrialConfig
+
+
+class Tuner:
+    """Runs an experiment's studies on one GPU's worker pool."""
+
+    def __init__(self, exp: Experiment, pool: WorkerPool, store: Store, progress=None):
+        self.exp = exp
+        self.pool = pool
+        self.store = store
+        self.progress = progress
+        self.fp_key = fingerprint_key(pool.fingerprint)
+        self.gpu_id = store.upsert_gpu(self.fp_key, pool.fingerprint, pool.ceiling_gbps)
+        self._task_ids = itertools.count()
+        self.measured = 0
+        self.measure_wall_s = 0.0
+
+    # -- pool helpers ---------------------------------------------------------------------
+
+    def _workers_for(self, problem: Problem) -> int:
+        spec = problem.spec
+        act = problem.shape.rows * problem.shape.cols * (2 if problem.dtype != "fp32" else 4)
+        per_worker = WORKER_FIXED_BYTES + WORKER_ACTIVATION_FACTOR[spec.backward] * act
+        fit = int(0.85 * self.pool.fingerprint["memory_bytes"] // per_worker)
+        return max(1, min(self.pool.size, fit, self.exp.workers or self.pool.size))
+
+    def _run_blocking(self, tasks: list[Task], width: int) -> dict[int, Any]:
+        """Run tasks on up to ``width`` workers and wait for all of them."""
+        pending, results = list(tasks), {}
+        while pending or self.pool.busy():
+            for index in self.pool.idle(width):
+                if not pending:
+                    break
+                self.pool.dispatch(index, pending.pop(0))
+            for task, result in self.pool.collect():
+                results[task.task_id] = result
+        return results
+
+    def _task(self, kind: str, problem: Problem, payload: Any) -> Task:
+        return Task(next(self._task_ids), kind, problem, payload, self.exp.timing)
+
+    # -- studies --------------------------------------------------------------------------
+
+    def run(self) -> list[str]:
+        """Run every study; a study whose default compile fails is reported and skipped."""
+        names = []
+        self.failed: list[str] = []
+        for problem in self.exp.problems():
+            try:
+                names.append(self.run_study(problem))
+            except StudyFailed as exc:
+                log.error("%s", exc)
+                self.failed.append(str(exc))
+        return names
+
+    def run_study(self, problem: Problem) -> str:
+        name = study_name(problem, self.fp_key)
+        seed = study_seed(self.exp.seed, name)
+        study = optuna.create_study(
+            study_name=name, storage=self._optuna_storage(), direction="minimize",
+            sampler=make_sampler(self.exp.sampler, seed), load_if_exists=True,
+        )
+        study.set_user_attr("problem", {"kernel": problem.kernel, "shape": str(problem.shape), "dtype": problem.dtype})
+        study.set_user_attr("seed", seed)
+        study.set_user_attr("sampler", self.exp.sampler)
+        record = self.store.get_or_create_study(
+            name, gpu_id=self.gpu_id, kernel=problem.kernel, rows=problem.shape.rows, cols=problem.shape.cols,
+            dtype=problem.dtype, experiment=self.exp.name, sampler=self.exp.sampler, seed=seed,
+        )
+        width = self._workers_for(problem)
+        self.pool.release(keep=width)
+        log.info("study %s: %d worker(s)", name, width)
+        self._fail_stale(study)
+        space = SearchSpace.from_json(record.space_json) if record.space_json else None
+        if space is None:
+            space = self._first_phase(study, record.id, problem, width)
+            self.store.set_space(record.id, space.to_json())
+        self._search(study, record.id, problem, space, width)
+        self._verdict(study, record.id, problem)
+        return name
+
+    def _optuna_storage(self):
+        url = self.store.url
+        kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+        return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+
+    def _fail_stale(self, study: optuna.Study) -> None:
+        # A trial still RUNNING when this process opens the study was left by a process that died
+        # (one process owns a study on one host); fail it so it is neither lost nor counted.
+        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+            log.warning("trial %d of %s was left running by a dead process; marked failed", trial.number, study.study_name)
+
+    def _first_phase(self, study: optuna.Study, study_id: int, problem: Problem, width: int) -> SearchSpace:
+        """Measure Inductor's default (trial 0) while probing the other graph-flag combinations.
+
+        The default compile reports the kernels of the default flags; each other combination is
+        compiled once to see which kernels it generates.
+        """
+        others = [GraphFlags(s, m) for s in (True, False) for m in (True, False) if GraphFlags(s, m) != DEFAULT_FLAGS]
+        tasks = [self._task("probe", problem, dataclasses.asdict(f)) for f in others]
+        default_rec = next((r for r in self.store.trials(study_id) if r.inductor_default and r.slots_json), None)
+        default_trial = None
+        if default_rec is None:
+            default_trial = study.ask()
+            default_trial.set_user_attr("inductor_default", True)
+            tasks.insert(0, self._task("trial", problem, INDUCTOR_DEFAULT.to_json()))
+        results = self._run_blocking(tasks, width)
+        if default_trial is not None:
+            result = results[tasks[0].task_id]
+            m = result if isinstance(result, Measurement) else Measurement(result.outcome, result.reason)
+            default_rec = self._record(study, study_id, default_trial, INDUCTOR_DEFAULT, m, m.time_ms)
+            if self.progress is not None:
+                self.progress.update(1)
+            tasks = tasks[1:]
+        if not default_rec.slots_json:
+            raise StudyFailed(f"skipping {study.study_name}: Inductor's default compile failed: {default_rec.reason}")
+        structures = [(DEFAULT_FLAGS, tuple(KernelSlot(**s) for s in json.loads(default_rec.slots_json)))]
+        for flags, task in zip(others, tasks):
+            result = results[task.task_id]
+            if isinstance(result, TaskFailure):
+                log.warning("probe with %s failed (%s); that combination is not searched", flags, result.reason)
+                continue
+            structures.append((flags, tuple(result)))
+        return SearchSpace(tuple(structures))
+
+    def _search(self, study: optuna.Study, study_id: int, problem: Problem, space: SearchSpace, width: int) -> None:
+        records = self.store.trials(study_id)
+        measured = [r for r in records if r.outcome != Outcome.CONSTRAINT]
+        seen: dict[str, Any] = {r.config_json: r for r in measured if r.outcome == Outcome.OK}
+        default_rec = next((r for r in records if r.inductor_default and r.outcome == Outcome.OK), None)
+        default_ms = default_rec.time_ms if default_rec else None
+        budget = self.exp.trials - len(measured)
+        deadline = time.monotonic() + self.exp.timeout_s if self.exp.timeout_s else None
+        in_flight: dict[int, _InFlight] = {}
+        streak = 0
+        start = time.monotonic()
+        n_measured = 0
+        while True:
+            out_of_time = deadline is not None and time.monotonic() > deadline
+            idle = self.pool.idle(width)
+            while idle and budget > 0 and not out_of_time and streak < MAX_CONSTRAINT_STREAK:
+                trial = study.ask()
+                try:
+                    config = space.suggest(trial)
+                except ConstraintViolation as violation:
+                    streak += 1
+                    self._record(study, study_id, trial, None, Measurement(Outcome.CONSTRAINT, str(violation)), default_ms)
+                    continue
+                streak = 0
+                key = config.to_json()
+                if key in seen:  # samplers revisit points; the measurement is reused, not repeated
+                    self._record(study, study_id, trial, config, _reused(seen[key]), default_ms)
+                    budget -= 1
+                    continue
+                self._dispatch(idle.pop(0), problem, trial, config, in_flight)
+                budget -= 1
+            if not in_flight:
+                break
+            for task, result in self.pool.collect():
+                flight = in_flight.pop(task.task_id)
+                m = result if isinstance(result, Measurement) else Measurement(result.outcome, result.reason)
+                rec = self._record(study, study_id, flight.trial, flight.config, m, default_ms)
+                if m.outcome == Outcome.OK:
+                    seen[flight.config.to_json()] = rec
+                n_measured += 1
+                if self.progress is not None:
+                    self.progress.update(1)
+        if streak >= MAX_CONSTRAINT_STREAK:
+            log.warning("%s: stopped after %d illegal samples in a row", study.study_name, streak)
+        self.measured += n_measured
+        self.measure_wall_s += time.monotonic() - start
+
+    def _dispatch(self, index: int, problem: Problem, trial, config: TrialConfig, in_flight) -> None:
+        task = self._task("trial", problem, config.to_json())
+        in_flight[task.task_id] = _InFlight(trial, config)
+        self.pool.dispatch(index, task)
+
+    def _record(self, study, study_id, trial, config: TrialConfig | None, m: Measurement, default_ms):
+        attrs = {"outcome": m.outcome.value}
+        if m.reason:
+            attrs["reason"] = m.reason[:500]
+        if m.gbps:
+            attrs["gbps"] = round(m.gbps, 1)
+        for k, v in attrs.items():
+            trial.set_user_attr(k, v)
+        if m.outcome == Outcome.OK:
+            study.tell(trial, m.time_ms)
+        elif m.outcome == Outcome.CONSTRAINT:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        if m.outcome != Outcome.CONSTRAINT:
+            log.info("%s #%d %s %s %s", study.study_name.split("@")[0], trial.number, m.outcome.value,
+                     f"{m.time_ms * 1e3:.1f} us {m.gbps:.0f} GB/s" if m.time_ms else m.reason[:300],
+                     config.describe() if config else "")
+        config_json = config.to_json() if config else json.dumps({"params": trial.params})
+        is_default = bool(config and config.inductor_default)
+        return self.store.add_trial(study_id, trial.number, config_json, is_default, m, default_ms)
+
+    # -- verdict ----------------------------------------------------------------------------
+
+    def _verdict(self, study: optuna.Study, study_id: int, problem: Problem) -> None:
+        records = self.store.trials(study_id)
+        ok = [r for r in records if r.outcome == Outcome.OK]
+        default = next((r for r in ok if r.inductor_default), None)
+        existing = self.store.verdict(study_id)
+        if default is None or (existing is not None and existing.trials_measured == len(ok)):
+            return
+        ranked, seen = [], set()
+        for r in sorted((r for r in ok if not r.inductor_default), key=lambda r: r.time_ms):
+            if r.config_json not in seen:
+                seen.add(r.config_json)
+                ranked.append(r)
+        finalists = ranked[: self.exp.finalists]
+        configs = [INDUCTOR_DEFAULT] + [TrialConfig.from_json(r.config_json) for r in finalists]
+        task = self._task(
+            "remeasure", problem, {"configs": [c.to_json() for c in configs], "rounds": self.exp.rounds}
+        )
+        result = self._run_blocking([task], 1)[task.task_id]
+        if isinstance(result, TaskFailure):
+            log.warning("re-measure of %s failed: %s", study.study_name, result.reason)
+            return
+        self.store.set_verdict(study_id, trials_measured=len(ok), **summarize(result, finalists))
+
+
+def _reused(rec) -> Measurement:
+    return Measurement(
+        Outcome.OK, f"same config as trial {rec.trial_number}: its measurement is reused, not repeated",
+        time_ms=rec.time_ms, time_p20_ms=rec.time_p20_ms, time_p80_ms=rec.time_p80_ms, gbps=rec.gbps,
+        ceiling_gbps=rec.ceiling_gbps, rel_error=rec.rel_error, source_hash=rec.source_hash, timing=rec.timing_json,
+    )
+
+
+def summarize(times: list[list[float | None]], finalists: list) -> dict[str, Any]:
+    """Pick the finalist with the lowest median and its speedup over the default with the spread.
+
+    ``times[0]`` is the default, ``times[i]`` finalist i-1, one entry per interleaved round.  The
+    spread is the range of per-round ratios; a winner whose range reaches down to 1.0, or whose
+    median gain is inside the default's own round-to-round variation, is "no improvement".
+    """
+    default_rounds = [t for t in times[0] if t is not None]
+    base = dict(rounds_json=json.dumps(times), best_trial_number=None, best_config_json=None)
+    if not default_rounds:
+        return dict(base, default_ms=None, best_ms=None, speedup=None, speedup_low=None, speedup_high=None, improved=False)
+    default_ms = statistics.median(default_rounds)
+    best_i, best_ms = None, None
+    for i, rounds in enumerate(times[1:]):
+        valid = [t for t in rounds if t is not None]
+        if valid and (best_ms is None or statistics.median(valid) < best_ms):
+            best_i, best_ms = i, statistics.median(valid)
+    if best_i is None:
+        return dict(base, default_ms=default_ms, best_ms=None, speedup=None, speedup_low=None, speedup_high=None, improved=False)
+    ratios = [d / b for d, b in zip(times[0], times[best_i + 1]) if d is not None and b is not None]
+    noise = (max(default_rounds) - min(default_rounds)) / default_ms
+    speedup = default_ms / best_ms
+    return dict(
+        base, best_trial_number=finalists[best_i].trial_number, best_config_json=finalists[best_i].config_json,
+        default_ms=default_ms, best_ms=best_ms, speedup=speedup, speedup_low=min(ratios), speedup_high=max(ratios),
+        improved=min(ratios) > 1.0 and speedup > 1.0 + noise,
+    )

@@ -1,0 +1,109 @@
+"""Per-study summary rows and their text table (``inductor-tune show``); needs no GPU."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+
+from .kernels import Shape, get_kernel
+from .records import Outcome
+from .space import TrialConfig
+from .store import Store
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyRow:
+    gpu: str
+    kernel: str
+    shape: str
+    dtype: str
+    trials: int
+    failed: int
+    constraints: int
+    default_gbps: float | None
+    best_gbps: float | None
+    ceiling_gbps: float | None
+    speedup: float | None
+    speedup_low: float | None
+    speedup_high: float | None
+    verdict: str
+    best_config: str
+
+    @property
+    def best_pct(self) -> float | None:
+        return 100 * self.best_gbps / self.ceiling_gbps if self.best_gbps and self.ceiling_gbps else None
+
+    @property
+    def default_pct(self) -> float | None:
+        return 100 * self.default_gbps / self.ceiling_gbps if self.default_gbps and self.ceiling_gbps else None
+
+
+def study_rows(store: Store, gpu: str | None = None, kernel: str | None = None) -> list[StudyRow]:
+    rows = []
+    for study in store.studies():
+        if gpu and gpu.lower() not in (study.gpu.name + " " + study.gpu.fingerprint).lower():
+            continue
+        if kernel and study.kernel != kernel:
+            continue
+        rows.append(_row(store, study))
+    return rows
+
+
+def _row(store: Store, study) -> StudyRow:
+    trials = store.trials(study.id)
+    counts = collections.Counter(t.outcome for t in trials)
+    nbytes = get_kernel(study.kernel).minimal_bytes(Shape(study.rows, study.cols), study.dtype)
+    gbps = lambda ms: nbytes / (ms * 1e-3) / 1e9 if ms else None  # noqa: E731
+    verdict = store.verdict(study.id)
+    ceiling = study.gpu.ceiling_gbps
+    ok = [t for t in trials if t.outcome == Outcome.OK]
+    default = next((t for t in ok if t.inductor_default), None)
+    if verdict is not None and verdict.default_ms:
+        improved = verdict.improved
+        best_ms = verdict.best_ms if improved else verdict.default_ms
+        text = "improved" if improved else "no improvement (within noise)"
+        config = TrialConfig.from_json(verdict.best_config_json).describe() if verdict.best_config_json else "-"
+        speed = (verdict.speedup, verdict.speedup_low, verdict.speedup_high)
+        default_ms = verdict.default_ms
+    else:
+        best = min((t for t in ok if not t.inductor_default), key=lambda t: t.time_ms, default=None)
+        default_ms = default.time_ms if default else None
+        best_ms = best.time_ms if best else None
+        config = TrialConfig.from_json(best.config_json).describe() if best else "-"
+        speed = (default_ms / best_ms if default_ms and best_ms else None, None, None)
+        text = "not re-measured yet" if ok else "no successful trial"
+    if study.replayed:
+        text += " [replayed]"
+    return StudyRow(
+        gpu=study.gpu.name, kernel=study.kernel, shape=f"{study.rows}x{study.cols}", dtype=study.dtype,
+        trials=sum(v for k, v in counts.items() if k != Outcome.CONSTRAINT),
+        failed=sum(v for k, v in counts.items() if k not in (Outcome.OK, Outcome.CONSTRAINT)),
+        constraints=counts.get(Outcome.CONSTRAINT, 0), default_gbps=gbps(default_ms), best_gbps=gbps(best_ms),
+        ceiling_gbps=ceiling, speedup=speed[0], speedup_low=speed[1], speedup_high=speed[2], verdict=text,
+        best_config=config,
+    )
+
+
+def _fmt(value: float | None, pattern: str) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else pattern.format(value)
+
+
+def render(rows: list[StudyRow], wide: bool = False) -> str:
+    header = ["gpu", "kernel", "shape", "dtype", "trials", "fail", "illegal", "default GB/s", "best GB/s",
+              "best %ceil", "speedup [range]", "verdict"]
+    if wide:
+        header.append("best config")
+    table = [header]
+    for r in rows:
+        spread = f" [{r.speedup_low:.3f}-{r.speedup_high:.3f}]" if r.speedup_low is not None else ""
+        line = [r.gpu, r.kernel, r.shape, r.dtype, str(r.trials), str(r.failed), str(r.constraints),
+                _fmt(r.default_gbps, "{:.0f}"), _fmt(r.best_gbps, "{:.0f}"), _fmt(r.best_pct, "{:.1f}"),
+                _fmt(r.speedup, "{:.3f}") + spread, r.verdict]
+        if wide:
+            line.append(r.best_config)
+        table.append(line)
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)

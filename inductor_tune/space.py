@@ -1,0 +1,355 @@
+"""The search space: declared once, Optuna distributions and constraints derived from it.
+
+A compiled function yields one or more reduction kernels ("slots").  Their list depends on two
+graph-level Inductor settings (split reductions, mix-order fusion), so a study first probes the
+slot list for each setting combination (see ``evaluate.probe``) and the space is built from those
+structures.  Per slot the tunables are the launch parameters Inductor itself chooses:
+
+* ordinary reductions: persistent or looped, XBLOCK, R0_BLOCK (looped only), num_warps,
+  num_stages (looped only: a persistent kernel has no loop to pipeline);
+* the fused mix-order backward kernel (always persistent in Inductor): its split size
+  (RSPLIT_SIZE), XBLOCK, NUM_STAGES and num_warps.
+
+The reduction hint is deliberately not a dimension: with the config forced, it no longer selects
+anything (it only chooses among Inductor's own candidate configs and feeds the persistent
+threshold, both of which the forced config replaces), so it cannot change the generated kernel.
+
+Powers of two are searched as integer exponents so that ordinal samplers (CMA-ES, GP) see their
+order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Iterable, Mapping
+
+import optuna
+
+from .kernels import next_pow2
+
+# Triton holds a tile of XBLOCK x R0_BLOCK accumulators in registers; past 64K elements per program
+# every config spills (the whole register file of an SM is 64K 32-bit registers).
+MAX_TILE_ELEMENTS = 65536
+MAX_LOG2_XBLOCK = 8  # 256 rows per program is already far past any useful reduction tile
+MAX_LOG2_R0_BLOCK = 15
+MIN_LOG2_R0_BLOCK = 4
+MAX_LOG2_WARPS = 5  # 32 warps = 1024 threads, CUDA's per-block limit
+MAX_NUM_STAGES = 4
+MIX_SPLIT_LOG2 = (4, 8)  # RSPLIT_SIZE 16..256 (Inductor clamps its own choice to 16..128)
+MIX_MAX_LOG2_XBLOCK = 5
+# XBLOCK=1 makes a forced mix-order kernel take the no-x-dim codegen path, which fails in torch 2.11
+# ("list indices must be integers or slices, not NoneType" in get_block_shape; seen on an H200).
+MIX_MIN_LOG2_XBLOCK = 1
+# A thread holding more than this many tile elements cannot keep them in its 255 registers: such
+# configs spill heavily, take minutes in ptxas and are never fast (seen: XBLOCK=16 x 4096, 1 warp).
+MAX_ELEMENTS_PER_THREAD = 256
+MIX_MAX_NUM_STAGES = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphFlags:
+    """Graph-level Inductor settings that change which kernels are generated."""
+
+    split_reductions: bool = True
+    mix_order_reduction: bool = True
+
+    def inductor_config(self) -> dict[str, Any]:
+        return {"split_reductions": self.split_reductions, "triton.mix_order_reduction": self.mix_order_reduction}
+
+
+DEFAULT_FLAGS = GraphFlags()
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelSlot:
+    """One reduction kernel Inductor generates for the function, as seen by the probe."""
+
+    key: str
+    backward: bool
+    xnumel: int
+    rnumel: int
+    mix_order: bool
+    default_persistent: bool
+
+    @property
+    def persistent_allowed(self) -> bool:
+        return next_pow2(self.rnumel) <= MAX_TILE_ELEMENTS
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotConfig:
+    """A launch config forced onto one slot."""
+
+    persistent: bool
+    XBLOCK: int
+    num_warps: int
+    R0_BLOCK: int | None = None
+    num_stages: int = 1
+    RSPLIT_SIZE: int | None = None
+    NUM_STAGES: int | None = None
+
+    def fixed_config(self) -> dict[str, int]:
+        """The dict handed to Inductor's ``FixedTritonConfig`` (and so written into the source)."""
+        cfg: dict[str, int] = {"XBLOCK": self.XBLOCK}
+        if not self.persistent:
+            # Persistent kernels hard-code R0_BLOCK = next_pow2(rnumel); passing it fails codegen.
+            cfg["R0_BLOCK"] = int(self.R0_BLOCK or 0)
+        if self.RSPLIT_SIZE is not None:
+            cfg["RSPLIT_SIZE"] = self.RSPLIT_SIZE
+            cfg["NUM_STAGES"] = int(self.NUM_STAGES or 1)
+        cfg["num_warps"] = self.num_warps
+        cfg["num_stages"] = self.num_stages
+        return cfg
+
+    def describe(self) -> str:
+        kind = "persistent" if self.persistent else f"looped R0_BLOCK={self.R0_BLOCK}"
+        text = f"{kind} XBLOCK={self.XBLOCK} warps={self.num_warps}"
+        if not self.persistent:
+            text += f" stages={self.num_stages}"
+        if self.RSPLIT_SIZE is not None:
+            text += f" split={self.RSPLIT_SIZE} NUM_STAGES={self.NUM_STAGES}"
+        return text
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialConfig:
+    """Everything one trial forces.  ``inductor_default`` means: force nothing, measure Inductor."""
+
+    flags: GraphFlags = DEFAULT_FLAGS
+    slots: tuple[tuple[str, SlotConfig], ...] = ()
+    inductor_default: bool = False
+
+    def slot_map(self) -> dict[str, SlotConfig]:
+        return dict(self.slots)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "inductor_default": self.inductor_default,
+                "flags": dataclasses.asdict(self.flags),
+                "slots": {k: dataclasses.asdict(v) for k, v in self.slots},
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "TrialConfig":
+        data = json.loads(text)
+        slots = tuple((k, SlotConfig(**v)) for k, v in sorted(data["slots"].items()))
+        return cls(GraphFlags(**data["flags"]), slots, bool(data["inductor_default"]))
+
+    def describe(self) -> str:
+        if self.inductor_default:
+            return "inductor default"
+        parts = []
+        if self.flags != DEFAULT_FLAGS:
+            parts.append(
+                f"split_reductions={self.flags.split_reductions} mix_order={self.flags.mix_order_reduction}"
+            )
+        parts += [f"{k}: {v.describe()}" for k, v in self.slots]
+        return "; ".join(parts)
+
+
+INDUCTOR_DEFAULT = TrialConfig(inductor_default=True)
+
+
+class ConstraintViolation(Exception):
+    """A sampled combination that can never be a valid kernel; it is recorded, never measured."""
+
+
+def slot_violations(slot: KernelSlot, cfg: SlotConfig) -> list[str]:
+    """Reasons why ``cfg`` is not a legal launch config for ``slot`` (empty when legal)."""
+    reasons = []
+    r_pow2 = next_pow2(slot.rnumel)
+    if cfg.XBLOCK > next_pow2(slot.xnumel):
+        reasons.append(f"XBLOCK={cfg.XBLOCK} exceeds next_pow2(xnumel={slot.xnumel})")
+    if slot.mix_order:
+        if not cfg.persistent:
+            reasons.append("the mix-order kernel is always persistent")
+        if cfg.RSPLIT_SIZE is None or cfg.NUM_STAGES is None:
+            reasons.append("mix-order kernel needs RSPLIT_SIZE and NUM_STAGES")
+        elif cfg.XBLOCK > cfg.RSPLIT_SIZE:
+            reasons.append(f"XBLOCK={cfg.XBLOCK} exceeds RSPLIT_SIZE={cfg.RSPLIT_SIZE}")
+        elif cfg.RSPLIT_SIZE > next_pow2(slot.xnumel):
+            reasons.append(f"RSPLIT_SIZE={cfg.RSPLIT_SIZE} exceeds the rows")
+    tile = cfg.XBLOCK * (r_pow2 if cfg.persistent else (cfg.R0_BLOCK or r_pow2))
+    if tile > MAX_ELEMENTS_PER_THREAD * 32 * cfg.num_warps:
+        reasons.append(f"{tile // (32 * cfg.num_warps)} tile elements per thread exceed {MAX_ELEMENTS_PER_THREAD}")
+    if cfg.persistent:
+        if not slot.persistent_allowed:
+            reasons.append(f"persistent row of {r_pow2} elements exceeds {MAX_TILE_ELEMENTS}")
+        elif cfg.XBLOCK * r_pow2 > MAX_TILE_ELEMENTS:
+            reasons.append(f"persistent tile XBLOCK*{r_pow2} exceeds {MAX_TILE_ELEMENTS} elements")
+    else:
+        if cfg.R0_BLOCK is None:
+            reasons.append("looped kernel needs R0_BLOCK")
+        elif cfg.R0_BLOCK > r_pow2:
+            reasons.append(f"R0_BLOCK={cfg.R0_BLOCK} exceeds next_pow2(rnumel={slot.rnumel})")
+        elif cfg.XBLOCK * cfg.R0_BLOCK > MAX_TILE_ELEMENTS:
+            reasons.append(f"tile XBLOCK*R0_BLOCK={cfg.XBLOCK * cfg.R0_BLOCK} exceeds {MAX_TILE_ELEMENTS}")
+    return reasons
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSpace:
+    """Slot structures per graph-flag combination, as probed on the GPU for one kernel/shape/dtype."""
+
+    structures: tuple[tuple[GraphFlags, tuple[KernelSlot, ...]], ...]
+
+    def structure(self, flags: GraphFlags) -> tuple[KernelSlot, ...]:
+        return dict(self.structures)[flags]
+
+    @property
+    def tunable_flags(self) -> dict[str, tuple[bool, ...]]:
+        """Graph flags worth searching: only those whose values produce different kernels."""
+        by_flags = dict(self.structures)
+        out: dict[str, tuple[bool, ...]] = {}
+        for field in ("split_reductions", "mix_order_reduction"):
+            values = {getattr(f, field) for f in by_flags}
+            if len(values) < 2:
+                continue
+            others = [f for f in by_flags if getattr(f, field) == getattr(DEFAULT_FLAGS, field)]
+            changed = any(
+                by_flags.get(dataclasses.replace(f, **{field: not getattr(f, field)})) != by_flags[f] for f in others
+            )
+            if changed:
+                out[field] = (True, False)
+        return out
+
+    def distributions(self) -> dict[str, optuna.distributions.BaseDistribution]:
+        """Every parameter the space can ask for (for documentation, GridSampler-free tooling, tests)."""
+        dists: dict[str, optuna.distributions.BaseDistribution] = {}
+        for field, choices in self.tunable_flags.items():
+            dists[f"graph.{field}"] = optuna.distributions.CategoricalDistribution(choices)
+        for _, slots in self.structures:
+            for slot in slots:
+                dists.update(_slot_distributions(slot))
+        return dists
+
+    def suggest(self, trial: optuna.trial.BaseTrial) -> TrialConfig:
+        """Sample a config define-by-run; raises ConstraintViolation for illegal combinations."""
+        flag_values = {
+            field: trial.suggest_categorical(f"graph.{field}", choices) for field, choices in self.tunable_flags.items()
+        }
+        flags = dataclasses.replace(DEFAULT_FLAGS, **flag_values)
+        slots = []
+        reasons = []
+        for slot in self.structure(flags):
+            cfg = _suggest_slot(trial, slot)
+            reasons += [f"{slot.key}: {r}" for r in slot_violations(slot, cfg)]
+            slots.append((slot.key, cfg))
+        if reasons:
+            raise ConstraintViolation("; ".join(reasons))
+        return TrialConfig(flags, tuple(slots))
+
+    def to_json(self) -> str:
+        return json.dumps(
+            [{"flags": dataclasses.asdict(f), "slots": [dataclasses.asdict(s) for s in slots]} for f, slots in self.structures]
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "SearchSpace":
+        return cls(
+            tuple(
+                (GraphFlags(**e["flags"]), tuple(KernelSlot(**s) for s in e["slots"])) for e in json.loads(text)
+            )
+        )
+
+
+def _slot_distributions(slot: KernelSlot) -> dict[str, optuna.distributions.BaseDistribution]:
+    IntD, CatD = optuna.distributions.IntDistribution, optuna.distributions.CategoricalDistribution
+    x_hi = min(MAX_LOG2_XBLOCK, next_pow2(slot.xnumel).bit_length() - 1)
+    k = slot.key
+    if slot.mix_order:
+        return {
+            f"{k}.log2_RSPLIT_SIZE": IntD(*MIX_SPLIT_LOG2),
+            f"{k}.log2_XBLOCK": IntD(MIX_MIN_LOG2_XBLOCK, min(MIX_MAX_LOG2_XBLOCK, x_hi)),
+            f"{k}.NUM_STAGES": IntD(1, MIX_MAX_NUM_STAGES),
+            f"{k}.log2_num_warps": IntD(0, MAX_LOG2_WARPS),
+        }
+    r_hi = min(MAX_LOG2_R0_BLOCK, next_pow2(slot.rnumel).bit_length() - 1)
+    return {
+        f"{k}.persistent": CatD((True, False) if slot.persistent_allowed else (False,)),
+        f"{k}.log2_XBLOCK": IntD(0, x_hi),
+        f"{k}.log2_R0_BLOCK": IntD(min(MIN_LOG2_R0_BLOCK, r_hi), r_hi),
+        f"{k}.log2_num_warps": IntD(0, MAX_LOG2_WARPS),
+        f"{k}.num_stages": IntD(1, MAX_NUM_STAGES),
+    }
+
+
+def _suggest_slot(trial: optuna.trial.BaseTrial, slot: KernelSlot) -> SlotConfig:
+    d = _slot_distributions(slot)
+
+    def ask(name: str):
+        return _suggest(trial, name, d[name])
+
+    k = slot.key
+    if slot.mix_order:
+        return SlotConfig(
+            persistent=True,
+            RSPLIT_SIZE=2 ** ask(f"{k}.log2_RSPLIT_SIZE"),
+            XBLOCK=2 ** ask(f"{k}.log2_XBLOCK"),
+            NUM_STAGES=ask(f"{k}.NUM_STAGES"),
+            num_warps=2 ** ask(f"{k}.log2_num_warps"),
+        )
+    persistent = ask(f"{k}.persistent")
+    xblock = 2 ** ask(f"{k}.log2_XBLOCK")
+    if persistent:
+        return SlotConfig(persistent=True, XBLOCK=xblock, num_warps=2 ** ask(f"{k}.log2_num_warps"))
+    return SlotConfig(
+        persistent=False,
+        XBLOCK=xblock,
+        R0_BLOCK=2 ** ask(f"{k}.log2_R0_BLOCK"),
+        num_warps=2 ** ask(f"{k}.log2_num_warps"),
+        num_stages=ask(f"{k}.num_stages"),
+    )
+
+
+def _suggest(trial: optuna.trial.BaseTrial, name: str, dist: optuna.distributions.BaseDistribution):
+    if isinstance(dist, optuna.distributions.CategoricalDistribution):
+        return trial.suggest_categorical(name, dist.choices)
+    return trial.suggest_int(name, dist.low, dist.high)
+
+
+def params_of(config: TrialConfig, space: SearchSpace) -> dict[str, Any]:
+    """Inverse of ``suggest``: the Optuna params that reproduce ``config`` (for enqueue_trial)."""
+    params: dict[str, Any] = {}
+    for field in space.tunable_flags:
+        params[f"graph.{field}"] = getattr(config.flags, field)
+    for key, cfg in config.slots:
+        params.update(_slot_params(key, cfg))
+    return params
+
+
+def _slot_params(key: str, cfg: SlotConfig) -> dict[str, Any]:
+    log2 = lambda v: int(v).bit_length() - 1  # noqa: E731 - exact for the powers of two stored here
+    if cfg.RSPLIT_SIZE is not None:
+        return {
+            f"{key}.log2_RSPLIT_SIZE": log2(cfg.RSPLIT_SIZE),
+            f"{key}.log2_XBLOCK": log2(cfg.XBLOCK),
+            f"{key}.NUM_STAGES": cfg.NUM_STAGES,
+            f"{key}.log2_num_warps": log2(cfg.num_warps),
+        }
+    out: dict[str, Any] = {f"{key}.persistent": cfg.persistent, f"{key}.log2_XBLOCK": log2(cfg.XBLOCK)}
+    out[f"{key}.log2_num_warps"] = log2(cfg.num_warps)
+    if not cfg.persistent:
+        out[f"{key}.log2_R0_BLOCK"] = log2(cfg.R0_BLOCK)
+        out[f"{key}.num_stages"] = cfg.num_stages
+    return out
+
+
+def config_from_params(params: Mapping[str, Any], space: SearchSpace) -> TrialConfig:
+    """Rebuild a TrialConfig from a finished trial's params (FixedTrial replays suggest)."""
+    return space.suggest(optuna.trial.FixedTrial(dict(params)))
+
+
+def slot_key(backward: bool, mix_order: bool, xnumel: int, rnumel: int, taken: Iterable[str]) -> str:
+    """Stable, readable slot name; equal for the same kernel under different graph flags."""
+    base = f"{'bw' if backward else 'fw'}.{'mix' if mix_order else 'red'}.x{xnumel}.r{rnumel}"
+    key, n = base, 1
+    taken = set(taken)
+    while key in taken:
+        n += 1
+        key = f"{base}#{n}"
+    return key

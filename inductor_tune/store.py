@@ -1,0 +1,262 @@
+"""The project's own tables, beside Optuna's in the same database (SQLAlchemy 2.0 ORM).
+
+Optuna's RDB storage owns trials as the sampler sees them; these tables own the domain record:
+the GPU and software fingerprint, each study's problem and probed search space, every trial's full
+measurement with its typed outcome, and each study's noise-checked verdict.  They link to Optuna by
+study name and trial number.  ``SCHEMA_VERSION`` is stored in the database; a database written by a
+newer schema is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+from typing import Any, Iterator
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from .records import Measurement, Outcome
+
+SCHEMA_VERSION = 1
+
+
+class StoreError(RuntimeError):
+    """A storage problem worth one clear line to the user."""
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+class Base(orm.DeclarativeBase):
+    pass
+
+
+class SchemaInfo(Base):
+    __tablename__ = "it_schema"
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    version: orm.Mapped[int]
+
+
+class Gpu(Base):
+    __tablename__ = "it_gpu"
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    fingerprint: orm.Mapped[str] = orm.mapped_column(sa.String(300), unique=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(120))
+    sm_count: orm.Mapped[int]
+    compute_capability: orm.Mapped[str] = orm.mapped_column(sa.String(10))
+    memory_bytes: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    l2_bytes: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    cuda_driver: orm.Mapped[str] = orm.mapped_column(sa.String(40))
+    cuda_runtime: orm.Mapped[str] = orm.mapped_column(sa.String(40))
+    torch: orm.Mapped[str] = orm.mapped_column(sa.String(60))
+    triton: orm.Mapped[str] = orm.mapped_column(sa.String(60))
+    ceiling_gbps: orm.Mapped[float]  # copy bandwidth measured by the latest run on this GPU
+    created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
+
+
+class Study(Base):
+    __tablename__ = "it_study"
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(400), unique=True)
+    gpu_id: orm.Mapped[int] = orm.mapped_column(sa.ForeignKey("it_gpu.id"))
+    kernel: orm.Mapped[str] = orm.mapped_column(sa.String(60))
+    rows: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    cols: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    dtype: orm.Mapped[str] = orm.mapped_column(sa.String(10))
+    experiment: orm.Mapped[str] = orm.mapped_column(sa.String(200))
+    sampler: orm.Mapped[str] = orm.mapped_column(sa.String(40))
+    seed: orm.Mapped[int]
+    space_json: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    replayed: orm.Mapped[bool] = orm.mapped_column(default=False)  # measurements replayed, not taken
+    created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
+    gpu: orm.Mapped[Gpu] = orm.relationship()
+
+
+class TrialRecord(Base):
+    __tablename__ = "it_trial"
+    __table_args__ = (sa.UniqueConstraint("study_id", "trial_number"),)
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    study_id: orm.Mapped[int] = orm.mapped_column(sa.ForeignKey("it_study.id"), index=True)
+    trial_number: orm.Mapped[int]
+    outcome: orm.Mapped[Outcome] = orm.mapped_column(sa.Enum(Outcome, native_enum=False, length=20))
+    reason: orm.Mapped[str] = orm.mapped_column(sa.Text, default="")
+    inductor_default: orm.Mapped[bool] = orm.mapped_column(default=False)
+    config_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    time_ms: orm.Mapped[float | None]
+    time_p20_ms: orm.Mapped[float | None]
+    time_p80_ms: orm.Mapped[float | None]
+    gbps: orm.Mapped[float | None]
+    ceiling_gbps: orm.Mapped[float | None]
+    pct_of_ceiling: orm.Mapped[float | None]
+    speedup_vs_default: orm.Mapped[float | None]
+    rel_error: orm.Mapped[float | None]
+    source_hash: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    slots_json: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    inductor_choice_json: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    compile_s: orm.Mapped[float | None]
+    measure_s: orm.Mapped[float | None]
+    timing_json: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
+
+
+class Verdict(Base):
+    """Finalists re-measured interleaved with the default: the study's reported result."""
+
+    __tablename__ = "it_verdict"
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    study_id: orm.Mapped[int] = orm.mapped_column(sa.ForeignKey("it_study.id"), unique=True)
+    trials_measured: orm.Mapped[int]  # how many trials the verdict covered (re-run when it grows)
+    best_trial_number: orm.Mapped[int | None]
+    best_config_json: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    default_ms: orm.Mapped[float | None]
+    best_ms: orm.Mapped[float | None]
+    speedup: orm.Mapped[float | None]
+    speedup_low: orm.Mapped[float | None]
+    speedup_high: orm.Mapped[float | None]
+    improved: orm.Mapped[bool]
+    rounds_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
+
+
+def default_sqlite_url(experiment: str) -> str:
+    return f"sqlite:///db/{experiment}.sqlite"
+
+
+def check_url(url: str, create: bool) -> None:
+    """Reject unusable storage before anything is written, with one clear message."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except Exception:
+        raise StoreError(f"storage {url!r} is not an SQLAlchemy database URL (e.g. sqlite:///db/x.sqlite)") from None
+    if parsed.get_backend_name() != "sqlite":
+        return
+    path = parsed.database
+    if not path or path == ":memory:":
+        return
+    if os.path.exists(path):
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+        if head and head != b"SQLite format 3\x00":
+            raise StoreError(f"{path} exists and is not an SQLite database; refusing to touch it")
+        if not os.access(path, os.W_OK) and create:
+            raise StoreError(f"{path} is not writable")
+    elif not create:
+        raise StoreError(f"no database at {path}")
+    else:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise StoreError(f"cannot create {path}: folder {folder} is missing or not writable")
+
+
+class Store:
+    """Session factory over one database URL, with the schema checked on open."""
+
+    def __init__(self, url: str, create: bool = True):
+        check_url(url, create)
+        connect_args = {"timeout": 60} if url.startswith("sqlite") else {}
+        self.url = url
+        self.engine = sa.create_engine(url, connect_args=connect_args, future=True)
+        self._sessions = orm.sessionmaker(self.engine, expire_on_commit=False)
+        self._check_schema(create)
+
+    def _check_schema(self, create: bool) -> None:
+        inspector = sa.inspect(self.engine)
+        if inspector.has_table("it_schema"):
+            with self.session() as s:
+                found = s.scalar(sa.select(SchemaInfo.version))
+            if found is not None and found > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.url} was written by a newer inductor_tune (schema {found} > {SCHEMA_VERSION}); upgrade to read it"
+                )
+            return
+        if not create:
+            raise StoreError(f"{self.url} holds no inductor_tune studies")
+        Base.metadata.create_all(self.engine)
+        with self.session() as s:
+            s.add(SchemaInfo(version=SCHEMA_VERSION))
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[orm.Session]:
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except sa.exc.SQLAlchemyError as exc:
+            session.rollback()
+            raise StoreError(f"database error on {self.url}: {exc.__class__.__name__}: {exc}") from exc
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def upsert_gpu(self, fingerprint_key: str, info: dict[str, Any], ceiling_gbps: float) -> int:
+        with self.session() as s:
+            gpu = s.scalar(sa.select(Gpu).where(Gpu.fingerprint == fingerprint_key))
+            if gpu is None:
+                gpu = Gpu(fingerprint=fingerprint_key, ceiling_gbps=ceiling_gbps, **info)
+                s.add(gpu)
+            else:
+                gpu.ceiling_gbps = ceiling_gbps
+            s.flush()
+            return gpu.id
+
+    def get_or_create_study(self, name: str, **fields: Any) -> Study:
+        with self.session() as s:
+            study = s.scalar(sa.select(Study).where(Study.name == name))
+            if study is None:
+                study = Study(name=name, **fields)
+                s.add(study)
+                s.flush()
+            return study
+
+    def set_space(self, study_id: int, space_json: str) -> None:
+        with self.session() as s:
+            s.get(Study, study_id).space_json = space_json
+
+    def add_trial(
+        self, study_id: int, trial_number: int, config_json: str, inductor_default: bool, m: Measurement,
+        default_ms: float | None,
+    ) -> TrialRecord:
+        speedup = default_ms / m.time_ms if (default_ms and m.time_ms) else None
+        pct = 100.0 * m.gbps / m.ceiling_gbps if (m.gbps and m.ceiling_gbps) else None
+        record = TrialRecord(
+            study_id=study_id, trial_number=trial_number, outcome=m.outcome, reason=m.reason,
+            inductor_default=inductor_default, config_json=config_json, time_ms=m.time_ms,
+            time_p20_ms=m.time_p20_ms, time_p80_ms=m.time_p80_ms, gbps=m.gbps, ceiling_gbps=m.ceiling_gbps,
+            pct_of_ceiling=pct, speedup_vs_default=speedup, rel_error=m.rel_error, source_hash=m.source_hash,
+            slots_json=json.dumps([s.__dict__ for s in m.slots]) if m.slots else None,
+            inductor_choice_json=m.inductor_choice, compile_s=m.compile_s, measure_s=m.measure_s, timing_json=m.timing,
+        )
+        with self.session() as s:
+            s.add(record)
+        return record
+
+    def set_verdict(self, study_id: int, **fields: Any) -> None:
+        with self.session() as s:
+            verdict = s.scalar(sa.select(Verdict).where(Verdict.study_id == study_id))
+            if verdict is None:
+                s.add(Verdict(study_id=study_id, **fields))
+            else:
+                for k, v in fields.items():
+                    setattr(verdict, k, v)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def trials(self, study_id: int) -> list[TrialRecord]:
+        with self.session() as s:
+            return list(s.scalars(sa.select(TrialRecord).where(TrialRecord.study_id == study_id).order_by(TrialRecord.trial_number)))
+
+    def studies(self) -> list[Study]:
+        with self.session() as s:
+            return list(s.scalars(sa.select(Study).options(orm.joinedload(Study.gpu)).order_by(Study.id)))
+
+    def verdict(self, study_id: int) -> Verdict | None:
+        with self.session() as s:
+            return s.scalar(sa.select(Verdict).where(Verdict.study_id == study_id))

@@ -1,0 +1,269 @@
+"""Worker processes: compile in parallel, measure one at a time, survive crashes and hangs.
+
+Each worker owns a CUDA context on one GPU and evaluates one task at a time.  Compiles (CPU-bound)
+run concurrently across workers; anything that touches the GPU for numerics or timing holds a
+file lock per GPU, which the kernel releases if the holder dies.  The parent never initialises
+CUDA: a worker that segfaults, aborts, poisons its context or hangs past the trial timeout is
+killed, its task is reported as ``crash`` or ``timeout`` and a fresh worker takes its place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import logging
+import multiprocessing as mp
+import os
+import time
+import traceback
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+HELLO_TIMEOUT_S = 600.0
+CRASH_EXIT_CODE = 3
+
+
+class GpuLock:
+    """Exclusive use of one GPU for measuring, across processes (flock dies with its holder)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self):
+        self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One unit of work for a worker: ``kind`` is trial, probe or remeasure."""
+
+    task_id: int
+    kind: str
+    problem: Any
+    payload: Any
+    timing: Any = None
+
+
+def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int) -> None:
+    """Entry point of a worker process."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_index)
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+    logging.basicConfig(level=log_level, format=f"[worker {os.getpid()}] %(levelname)s %(name)s: %(message)s")
+    import torch
+    import torch._inductor.config as inductor_config
+
+    from . import choices, evaluate
+    from .space import GraphFlags, TrialConfig
+
+    # One compile at a time per worker: parallelism comes from the workers themselves, and the
+    # choices hook must run in this process, not in Inductor's own compile subprocesses.
+    inductor_config.compile_threads = 1
+    choices.install()
+    lock = GpuLock(lock_path)
+    timing = evaluate.TimingSpec()
+    torch.cuda.init()
+    with lock:
+        ceiling = evaluate.copy_ceiling_gbps(timing)
+    torch.cuda.empty_cache()
+    conn.send(("hello", evaluate.gpu_fingerprint(0), ceiling))
+    state: evaluate.ProblemState | None = None
+    while True:
+        task: Task | None = conn.recv()
+        if task is None:
+            return
+        if task.kind == "release":
+            state = None
+            torch.cuda.empty_cache()
+            continue
+        try:
+            if state is None or state.problem != task.problem:
+                state = None
+                torch.cuda.empty_cache()
+                state = evaluate.ProblemState(task.problem)
+            if task.kind == "trial":
+                result: Any = evaluate.evaluate(state, TrialConfig.from_json(task.payload), task.timing, ceiling, lock)
+            elif task.kind == "probe":
+                result = evaluate.probe(state, GraphFlags(**task.payload))
+            elif task.kind == "remeasure":
+                configs = [TrialConfig.from_json(p) for p in task.payload["configs"]]
+                result = evaluate.remeasure(state, configs, task.timing, task.payload["rounds"], lock)
+            else:
+                raise ValueError(f"unknown task kind {task.kind!r}")
+            conn.send(("result", task.task_id, result))
+            torch.cuda.empty_cache()  # keep one trial's cached blocks from crowding the others
+        except Exception as exc:
+            outcome = evaluate.classify_exception(exc)
+            conn.send(("error", task.task_id, (outcome, evaluate.short_reason(exc), traceback.format_exc())))
+            if outcome == evaluate.Outcome.CRASH:
+                os._exit(CRASH_EXIT_CODE)
+        else:
+            if task.kind == "trial" and result.outcome == evaluate.Outcome.CRASH:
+                # A CUDA error leaves the context unusable; a fresh worker replaces this one.
+                conn.close()
+                os._exit(CRASH_EXIT_CODE)
+
+
+@dataclasses.dataclass
+class _Slot:
+    process: mp.process.BaseProcess
+    conn: Connection
+    task: Task | None = None
+    started: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskFailure:
+    """A task that produced no result: its worker died, hung or raised."""
+
+    outcome: Any
+    reason: str
+    detail: str = ""
+
+
+class WorkerPool:
+    """A fixed number of workers on one GPU, dispatched by the parent one task at a time."""
+
+    def __init__(self, gpu_index: int, workers: int, task_timeout_s: float, lock_dir: str = "/tmp"):
+        self.gpu_index = gpu_index
+        self.size = workers
+        self.task_timeout_s = task_timeout_s
+        self.lock_path = os.path.join(lock_dir, f"inductor_tune_gpu{gpu_index}.lock")
+        self._ctx = mp.get_context("spawn")
+        self._slots: list[_Slot] = []
+        self.fingerprint: dict[str, Any] | None = None
+        self.ceilings: list[float] = []
+
+    def __enter__(self) -> "WorkerPool":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _spawn(self) -> _Slot:
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(
+            target=worker_main, args=(child, self.gpu_index, self.lock_path, logging.getLogger().level), daemon=True
+        )
+        proc.start()
+        child.close()
+        return _Slot(proc, parent)
+
+    def _await_hello(self, slot: _Slot) -> None:
+        if not slot.conn.poll(HELLO_TIMEOUT_S):
+            raise RuntimeError(f"worker on GPU {self.gpu_index} did not start within {HELLO_TIMEOUT_S:.0f} s")
+        try:
+            kind, fingerprint, ceiling = slot.conn.recv()
+        except EOFError:
+            raise RuntimeError(
+                f"worker on GPU {self.gpu_index} exited during start-up (exit code {slot.process.exitcode})"
+            ) from None
+        self.fingerprint = fingerprint
+        self.ceilings.append(ceiling)
+
+    def start(self) -> None:
+        self._slots = [self._spawn() for _ in range(self.size)]
+        for slot in self._slots:
+            self._await_hello(slot)
+        log.info("%d workers ready on GPU %d (%s)", self.size, self.gpu_index, self.fingerprint["name"])
+
+    @property
+    def ceiling_gbps(self) -> float:
+        ordered = sorted(self.ceilings)
+        return ordered[len(ordered) // 2]
+
+    def idle(self, limit: int | None = None) -> list[int]:
+        chosen = range(min(limit or self.size, self.size))
+        return [i for i in chosen if self._slots[i].task is None]
+
+    def busy(self) -> int:
+        return sum(s.task is not None for s in self._slots)
+
+    def dispatch(self, index: int, task: Task) -> None:
+        slot = self._slots[index]
+        assert slot.task is None, "worker already busy"
+        slot.task, slot.started = task, time.monotonic()
+        slot.conn.send(task)
+
+    def release(self, keep: int) -> None:
+        """Free the GPU memory of workers beyond ``keep`` (a study with big tensors uses fewer)."""
+        for slot in self._slots[keep:]:
+            if slot.task is None:
+                slot.conn.send(Task(-1, "release", None, None))
+
+    def collect(self, timeout: float = 0.5) -> list[tuple[Task, Any]]:
+        """Finished tasks as (task, result or TaskFailure); replaces dead and hung workers."""
+        from .evaluate import Outcome
+
+        done: list[tuple[Task, Any]] = []
+        conns = {s.conn: i for i, s in enumerate(self._slots) if s.task is not None}
+        ready = wait(list(conns), timeout) if conns else []
+        for conn in ready:
+            i = conns[conn]
+            slot = self._slots[i]
+            try:
+                kind, task_id, payload = conn.recv()
+            except (EOFError, OSError):
+                done.append((slot.task, self._replace(i, Outcome.CRASH, self._death_reason(slot))))
+                continue
+            task, slot.task = slot.task, None
+            if kind == "error":
+                outcome, reason, detail = payload
+                log.debug("task %s failed in worker:\n%s", task_id, detail)
+                payload = TaskFailure(outcome, reason, detail)
+            done.append((task, payload))
+        now = time.monotonic()
+        for i, slot in enumerate(self._slots):
+            if slot.task is None:
+                continue
+            if not slot.process.is_alive() and not slot.conn.poll():
+                done.append((slot.task, self._replace(i, Outcome.CRASH, self._death_reason(slot))))
+            elif now - slot.started > self.task_timeout_s:
+                slot.process.kill()
+                reason = f"killed after exceeding the {self.task_timeout_s:.0f} s task timeout"
+                done.append((slot.task, self._replace(i, Outcome.TIMEOUT, reason)))
+        return done
+
+    def _death_reason(self, slot: _Slot) -> str:
+        slot.process.join(5)
+        code = slot.process.exitcode
+        if code is not None and code < 0:
+            return f"worker killed by signal {-code}"
+        if code == CRASH_EXIT_CODE:
+            return "CUDA error poisoned the worker's context"
+        return f"worker exited with code {code}"
+
+    def _replace(self, index: int, outcome, reason: str) -> TaskFailure:
+        old = self._slots[index]
+        log.warning("worker %d lost (%s); starting a replacement", old.process.pid, reason)
+        if old.process.is_alive():
+            old.process.kill()
+        old.process.join(10)
+        old.conn.close()
+        slot = self._spawn()
+        self._await_hello(slot)
+        self._slots[index] = slot
+        return TaskFailure(outcome, reason)
+
+    def close(self) -> None:
+        for slot in self._slots:
+            try:
+                slot.conn.send(None)
+            except (OSError, BrokenPipeError):
+                pass
+        deadline = time.monotonic() + 10
+        for slot in self._slots:
+            slot.process.join(max(0.0, deadline - time.monotonic()))
+            if slot.process.is_alive():
+                slot.process.kill()
+        self._slots = []
