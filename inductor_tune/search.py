@@ -298,6 +298,8 @@ class Tuner:
         task = self._task(
             "remeasure", problem, {"configs": [c.to_json() for c in configs], "rounds": self.exp.rounds}
         )
+        # Every finalist stays compiled and captured at once; other workers give their memory back.
+        self.pool.release(keep=1)
         result = self._run_blocking([task], 1)[task.task_id]
         if isinstance(result, TaskFailure):
             log.warning("re-measure of %s failed: %s", study.study_name, result.reason)
