@@ -103,21 +103,20 @@ def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int
             else:
                 raise ValueError(f"unknown task kind {task.kind!r}")
             conn.send(("result", task.task_id, result))
-            del result
-            # Compiled graphs, CUDA graphs and autograd state form reference cycles; without an
-            # explicit collection a worker kept >100 GiB of dead trials' tensors on an H200.
-            gc.collect()
-            torch.cuda.empty_cache()
+            # A CUDA error leaves the context unusable; a fresh worker replaces this one.
+            poisoned = task.kind == "trial" and result.outcome == evaluate.Outcome.CRASH
+            result = None
         except Exception as exc:
             outcome = evaluate.classify_exception(exc)
             conn.send(("error", task.task_id, (outcome, evaluate.short_reason(exc), traceback.format_exc())))
-            if outcome == evaluate.Outcome.CRASH:
-                os._exit(CRASH_EXIT_CODE)
-        else:
-            if task.kind == "trial" and result.outcome == evaluate.Outcome.CRASH:
-                # A CUDA error leaves the context unusable; a fresh worker replaces this one.
-                conn.close()
-                os._exit(CRASH_EXIT_CODE)
+            poisoned = outcome == evaluate.Outcome.CRASH
+        if poisoned:
+            conn.close()
+            os._exit(CRASH_EXIT_CODE)
+        # Compiled graphs, CUDA graphs and autograd state form reference cycles; without an
+        # explicit collection one worker kept over 100 GiB of finished trials' tensors on an H200.
+        gc.collect()
+        torch.cuda.empty_cache()
 
 
 @dataclasses.dataclass
@@ -197,10 +196,17 @@ class WorkerPool:
         return sum(s.task is not None for s in self._slots)
 
     def dispatch(self, index: int, task: Task) -> None:
+        if not self._slots[index].process.is_alive():  # exited after its last result (CUDA error)
+            self._replace(index, None, self._death_reason(self._slots[index]))
         slot = self._slots[index]
         assert slot.task is None, "worker already busy"
+        try:
+            slot.conn.send(task)
+        except OSError:  # died between the check and the send
+            self._replace(index, None, self._death_reason(slot))
+            slot = self._slots[index]
+            slot.conn.send(task)
         slot.task, slot.started = task, time.monotonic()
-        slot.conn.send(task)
 
     def release(self, keep: int) -> None:
         """Free the GPU memory of workers beyond ``keep`` (a study with big tensors uses fewer)."""
