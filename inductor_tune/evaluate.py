@@ -74,6 +74,7 @@ class CompiledCall:
         self.forward_out: Any = None
         self.graph: torch.cuda.CUDAGraph | None = None
         self.result: Any = None
+        self.leaves: list[torch.Tensor] = []
 
     def compile(self) -> None:
         spec = self.problem.spec
@@ -90,13 +91,17 @@ class CompiledCall:
         if not spec.backward:
             return self.fn(*self._args())
         if self.forward_out is None:
-            self.forward_out = self.fn(*self._args())
-        grads_of = [self.inputs[n] for n in spec.grad_inputs]
-        return torch.autograd.grad(self.forward_out, grads_of, self.grad_output, retain_graph=True)
+            # Fresh leaves (sharing storage) per forward: autograd keeps one AccumulateGrad node
+            # per leaf, tied to the stream it was created on; a node left over from another
+            # call's forward breaks the capture of this one's backward.
+            self.leaves = [t.detach().requires_grad_(t.requires_grad) for t in self._args()]
+            self.forward_out = self.fn(*self.leaves)
+        wrt = [leaf for leaf, name in zip(self.leaves, spec.inputs) if name in spec.grad_inputs]
+        return torch.autograd.grad(self.forward_out, wrt, self.grad_output, retain_graph=True)
 
     def capture(self) -> str:
-        """Capture ``run`` into a CUDA graph; returns '' or why capture failed (eager is used)."""
-        stream = torch.cuda.Stream()
+        """Capture ``run`` into a CUDA graph; returns '' or why it is unusable (eager is timed)."""
+        stream = _capture_stream()
         stream.wait_stream(torch.cuda.current_stream())
         try:
             with torch.cuda.stream(stream):
@@ -110,13 +115,22 @@ class CompiledCall:
             with torch.cuda.graph(graph, stream=stream):
                 self.result = self.run_eager()
             torch.cuda.synchronize()
-            self.graph = graph
-            return ""
         except Exception as exc:  # capture is an optimisation; the reason is stored with the timing
             torch.cuda.synchronize()
-            self.graph = None
-            self.forward_out = None
+            self.graph, self.forward_out = None, None
             return short_reason(exc, 200)
+        # A graph that captured nothing replays in microseconds and would win every comparison:
+        # poison the outputs and require the replay to overwrite every element.
+        outputs = outputs_of(self.problem, self.result)
+        for out in outputs:
+            out.detach().fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        if any(bool(torch.isnan(out).any()) for out in outputs):
+            self.graph, self.forward_out = None, None
+            return "CUDA graph replay left outputs unwritten"
+        self.graph = graph
+        return ""
 
     def run(self) -> Any:
         if self.graph is not None:
@@ -124,6 +138,18 @@ class CompiledCall:
             return self.result
         self.result = self.run_eager()
         return self.result
+
+
+_STREAM: torch.cuda.Stream | None = None
+
+
+def _capture_stream() -> torch.cuda.Stream:
+    # One side stream per process: blocks cached per stream are not shared, so a new stream per
+    # trial would strand freed memory.
+    global _STREAM
+    if _STREAM is None:
+        _STREAM = torch.cuda.Stream()
+    return _STREAM
 
 
 def outputs_of(problem: Problem, result: Any) -> list[torch.Tensor]:
@@ -237,6 +263,8 @@ class ProblemState:
             spec.make_grad_output(problem.shape, problem.dtype, "cuda", problem.seed) if spec.backward else None
         )
         self.bytes = spec.minimal_bytes(problem.shape, problem.dtype)
+        tensors = list(self.inputs.values()) + ([self.grad_output] if self.grad_output is not None else [])
+        self.resident_bytes = sum(t.numel() * t.element_size() for t in tensors)
 
 
 def compile_plan(state: ProblemState, config: TrialConfig) -> tuple[CompiledCall, choices.CompilePlan]:

@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 HELLO_TIMEOUT_S = 600.0
 CRASH_EXIT_CODE = 3
+RECYCLE_EXIT_CODE = 4
+LEAK_LIMIT_BYTES = 1 << 30
 
 
 class GpuLock:
@@ -117,6 +119,12 @@ def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int
         # explicit collection one worker kept over 100 GiB of finished trials' tensors on an H200.
         gc.collect()
         torch.cuda.empty_cache()
+        leaked = torch.cuda.memory_allocated() - (state.resident_bytes if state is not None else 0)
+        if leaked > LEAK_LIMIT_BYTES:
+            # Live tensors nobody should hold: start afresh rather than starve the other workers.
+            log.warning("recycling: %.1f GiB still allocated after the task", leaked / 2**30)
+            conn.close()
+            os._exit(RECYCLE_EXIT_CODE)
 
 
 @dataclasses.dataclass
@@ -254,6 +262,8 @@ class WorkerPool:
             return f"worker killed by signal {-code}"
         if code == CRASH_EXIT_CODE:
             return "CUDA error poisoned the worker's context"
+        if code == RECYCLE_EXIT_CODE:
+            return "worker recycled: it kept GPU memory after its task"
         return f"worker exited with code {code}"
 
     def _replace(self, index: int, outcome, reason: str) -> TaskFailure:
