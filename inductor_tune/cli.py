@@ -84,7 +84,11 @@ def cmd_tune(args) -> int:
     import torch
 
     from .choices import check_torch_supported
+    from .store import check_url
 
+    if exp.storage_url.startswith("sqlite:///db/"):
+        os.makedirs("db", exist_ok=True)
+    check_url(exp.storage_url, create=True)
     check_torch_supported()
     if not torch.cuda.is_available():
         raise CliError(NO_GPU.format(cmd="tune"))
@@ -96,8 +100,6 @@ def cmd_tune(args) -> int:
     from .store import Store
     from .workers import WorkerPool
 
-    if exp.storage_url.startswith("sqlite:///db/"):
-        os.makedirs("db", exist_ok=True)
     store = Store(exp.storage_url, create=True)
     n_workers = exp.workers or max(1, (os.cpu_count() or 2) - 1)
     problems = exp.problems()

@@ -72,6 +72,8 @@ def parse_kernels(value: Any) -> tuple[str, ...]:
 def parse_shapes(value: Any) -> tuple[Shape, ...]:
     shapes = []
     for item in _as_list(value, "shapes"):
+        if isinstance(item, (int, float)):  # YAML reads 0x8 as hexadecimal 8
+            raise ExperimentError(f"shape {item!r} is a single number; write MxN, e.g. 32768x4096, quoted if needed")
         try:
             if isinstance(item, (list, tuple)) and len(item) == 2:
                 shape = Shape(int(item[0]), int(item[1]))

@@ -25,7 +25,7 @@ from .evaluate import Problem
 from .experiment import Experiment
 from .records import Measurement, Outcome
 from .space import (
-    DEFAULT_FLAGS, INDUCTOR_DEFAULT, ConstraintViolation, GraphFlags, KernelSlot, SearchSpace, TrialConfig,
+    DEFAULT_FLAGS, INDUCTOR_DEFAULT, ConstraintViolation, GraphFlags, KernelSlot, SearchSpace, TrialConfig, params_of,
 )
 from .store import Store
 from .workers import Task, TaskFailure, WorkerPool
@@ -59,8 +59,10 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "grid":
-        # Define-by-run spaces need BruteForceSampler; GridSampler wants a fixed space.
-        return optuna.samplers.BruteForceSampler(seed=seed)
+        # The Tuner enqueues every legal config in turn (Space.enumerate); the sampler only backs
+        # up enqueued params.  BruteForceSampler cannot be used: it stops studies through
+        # study.stop(), which ask/tell does not allow, and trips over the parameterless default.
+        return optuna.samplers.RandomSampler(seed=seed)
     if name == "cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
     if name == "gp":
@@ -214,13 +216,21 @@ class Tuner:
         budget = self.exp.trials - len(measured)
         deadline = time.monotonic() + self.exp.timeout_s if self.exp.timeout_s else None
         in_flight: dict[int, _InFlight] = {}
+        grid = iter(space.enumerate()) if self.exp.sampler == "grid" else None
+        exhausted = False
         streak = 0
         start = time.monotonic()
         n_measured = 0
         while True:
             out_of_time = deadline is not None and time.monotonic() > deadline
             idle = self.pool.idle(width)
-            while idle and budget > 0 and not out_of_time and streak < MAX_CONSTRAINT_STREAK:
+            while idle and budget > 0 and not out_of_time and not exhausted and streak < MAX_CONSTRAINT_STREAK:
+                if grid is not None:
+                    pending = next((c for c in grid if c.to_json() not in seen), None)
+                    if pending is None:
+                        exhausted = True
+                        break
+                    study.enqueue_trial(params_of(pending, space))
                 trial = study.ask()
                 try:
                     config = space.suggest(trial)

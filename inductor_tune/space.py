@@ -21,7 +21,9 @@ order.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import math
 from typing import Any, Iterable, Mapping
 
 import optuna
@@ -243,6 +245,20 @@ class SearchSpace:
             raise ConstraintViolation("; ".join(reasons))
         return TrialConfig(flags, tuple(slots))
 
+    def enumerate(self, limit: int = 200_000) -> list[TrialConfig]:
+        """Every legal config of the space (grid / brute-force search), in a fixed order."""
+        flags_searched = self.tunable_flags
+        configs: list[TrialConfig] = []
+        for flags, slots in self.structures:
+            fixed = {f: getattr(DEFAULT_FLAGS, f) for f in ("split_reductions", "mix_order_reduction")}
+            if any(getattr(flags, f) != v for f, v in fixed.items() if f not in flags_searched):
+                continue
+            per_slot = [[(slot.key, cfg) for cfg in _legal_slot_configs(slot)] for slot in slots]
+            if math.prod(len(c) for c in per_slot) + len(configs) > limit:
+                raise ValueError(f"the space has more than {limit} legal configs; narrow it for grid search")
+            configs += [TrialConfig(flags, combo) for combo in itertools.product(*per_slot)]
+        return configs
+
     def to_json(self) -> str:
         return json.dumps(
             [{"flags": dataclasses.asdict(f), "slots": [dataclasses.asdict(s) for s in slots]} for f, slots in self.structures]
@@ -304,6 +320,21 @@ def _suggest_slot(trial: optuna.trial.BaseTrial, slot: KernelSlot) -> SlotConfig
         num_warps=2 ** ask(f"{k}.log2_num_warps"),
         num_stages=ask(f"{k}.num_stages"),
     )
+
+
+def _legal_slot_configs(slot: KernelSlot) -> Iterable[SlotConfig]:
+    dists = _slot_distributions(slot)
+    names = list(dists)
+    values = [
+        d.choices if isinstance(d, optuna.distributions.CategoricalDistribution) else range(d.low, d.high + 1)
+        for d in dists.values()
+    ]
+    seen = set()
+    for combo in itertools.product(*values):
+        cfg = _suggest_slot(optuna.trial.FixedTrial(dict(zip(names, combo))), slot)
+        if cfg not in seen and not slot_violations(slot, cfg):
+            seen.add(cfg)  # persistent configs ignore R0_BLOCK/num_stages: one entry each
+            yield cfg
 
 
 def _suggest(trial: optuna.trial.BaseTrial, name: str, dist: optuna.distributions.BaseDistribution):

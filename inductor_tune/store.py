@@ -132,6 +132,10 @@ def check_url(url: str, create: bool) -> None:
         parsed = sa.engine.make_url(url)
     except Exception:
         raise StoreError(f"storage {url!r} is not an SQLAlchemy database URL (e.g. sqlite:///db/x.sqlite)") from None
+    try:
+        parsed.get_dialect()
+    except Exception as exc:  # unknown dialect or its driver is not installed
+        raise StoreError(f"storage {url!r}: cannot load its database driver ({exc.__class__.__name__}: {exc})") from None
     if parsed.get_backend_name() != "sqlite":
         return
     path = parsed.database

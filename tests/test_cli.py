@@ -1,0 +1,93 @@
+import hashlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from inductor_tune.choices import UnsupportedTorch, check_torch_supported
+
+
+def run(*args, cwd=None):
+    proc = subprocess.run([sys.executable, "-m", "inductor_tune", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("inductor-tune: error: ")
+    return lines[0]
+
+
+def test_help_lists_every_command():
+    code, out, _ = run("--help")
+    assert code == 0
+    for command in ("gpus", "tune", "show"):
+        assert command in out
+    code, out, _ = run("tune", "--help")
+    for flag in ("--kernels", "--shapes", "--dtypes", "--trials", "--timeout", "--sampler", "--storage", "--gpu", "--seed"):
+        assert flag in out
+
+
+def test_show_prints_the_recorded_table(tmp_path):
+    db = tmp_path / "quack.sqlite"
+    shutil.copy("db/quack.sqlite", db)
+    code, out, err = run("show", str(db), "--kernel", "rmsnorm_fwd", "--wide")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["gpu", "kernel", "shape", "dtype"]
+    assert len(lines) == 2 + 11 and all("NVIDIA H200" in line for line in lines[2:])
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-GPU message")
+def test_tune_without_gpu_says_so_in_one_line(tmp_path):
+    code, _, err = run("tune", "experiments/smoke.yaml", "--storage", f"sqlite:///{tmp_path}/x.sqlite")
+    assert code == 2
+    assert "no CUDA GPU is visible" in one_error_line(err) and "inductor-tune show" in err
+    assert not (tmp_path / "x.sqlite").exists()
+    code, _, err = run("gpus")
+    assert code == 2 and "no CUDA GPU" in one_error_line(err)
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["tune", "experiments/nope.yaml"], "does not exist"),
+        (["tune", "experiments/smoke.yaml", "--kernels", "rmsnorm_fwd,groupnorm"], "unknown kernel(s) groupnorm"),
+        (["tune", "experiments/smoke.yaml", "--shapes", "4096"], "not MxN"),
+        (["tune", "experiments/smoke.yaml", "--sampler", "anneal"], "unknown sampler"),
+        (["tune", "experiments/smoke.yaml", "--storage", "nosuchdb://host/x"], "cannot load its database driver"),
+        (["show", "db/none.sqlite"], "no database at"),
+    ],
+)
+def test_bad_input_gives_one_line_and_exit_2(args, fragment):
+    code, _, err = run(*args)
+    assert code == 2
+    assert fragment in one_error_line(err)
+
+
+def test_show_refuses_non_databases_without_touching_them(tmp_path):
+    notes = tmp_path / "notes.sqlite"
+    notes.write_text("not a database\n")
+    digest = hashlib.sha256(notes.read_bytes()).hexdigest()
+    code, _, err = run("show", str(notes))
+    assert code == 2 and "not an SQLite database" in one_error_line(err)
+    assert hashlib.sha256(notes.read_bytes()).hexdigest() == digest
+
+
+def test_show_of_an_empty_database_says_so(tmp_path):
+    from inductor_tune.store import Store
+
+    Store(f"sqlite:///{tmp_path}/empty.sqlite")
+    code, _, err = run("show", str(tmp_path / "empty.sqlite"))
+    assert code == 2 and "has no studies" in one_error_line(err)
+
+
+def test_unsupported_torch_versions_are_refused():
+    for version in ("2.9.1", "2.10.0+cu128", "3.0.0"):
+        with pytest.raises(UnsupportedTorch, match="not supported"):
+            check_torch_supported(version)
+    check_torch_supported("2.11.0+cu130")
+    check_torch_supported("2.13.0+cpu")
