@@ -50,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--gpu", help="only studies whose GPU name or fingerprint contains this")
     s.add_argument("--kernel", help="only this kernel")
     s.add_argument("--wide", action="store_true", help="also print the best config")
+    s.add_argument("--markdown", action="store_true", help="print a Markdown table")
     return p
 
 
@@ -132,7 +133,7 @@ def cmd_show(args) -> int:
     rows = study_rows(store, gpu=args.gpu, kernel=args.kernel)
     if not rows:
         raise CliError(f"{args.db} has no studies matching the filters")
-    print(render(rows, wide=args.wide))
+    print(render(rows, wide=args.wide, markdown=args.markdown))
     return 0
 
 

@@ -89,7 +89,7 @@ def _fmt(value: float | None, pattern: str) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else pattern.format(value)
 
 
-def render(rows: list[StudyRow], wide: bool = False) -> str:
+def render(rows: list[StudyRow], wide: bool = False, markdown: bool = False) -> str:
     header = ["gpu", "kernel", "shape", "dtype", "trials", "fail", "illegal", "default GB/s", "best GB/s",
               "best %ceil", "speedup [range]", "verdict"]
     if wide:
@@ -103,6 +103,10 @@ def render(rows: list[StudyRow], wide: bool = False) -> str:
         if wide:
             line.append(r.best_config)
         table.append(line)
+    if markdown:
+        lines = ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in table]
+        lines.insert(1, "|" + "---|" * len(header))
+        return "\n".join(lines)
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
     out.insert(1, "  ".join("-" * w for w in widths))
