@@ -51,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--kernel", help="only this kernel")
     s.add_argument("--wide", action="store_true", help="also print the best config")
     s.add_argument("--markdown", action="store_true", help="print a Markdown table")
+
+    r = sub.add_parser("report", help="figures (PNG) and one self-contained HTML page for a database")
+    r.add_argument("db", help="SQLite file or SQLAlchemy URL")
+    r.add_argument("--gpu", help="only studies whose GPU name or fingerprint contains this")
+    r.add_argument("--out", help="output folder (default reports/<database name>/)")
     return p
 
 
@@ -137,6 +142,25 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never open a window (or need a display) from the CLI
+    from .report import ReportError, build
+
+    out = args.out or os.path.join("reports", os.path.splitext(os.path.basename(args.db.split("://")[-1]))[0])
+    try:
+        report = build(args.db, out, gpu=args.gpu)
+    except ReportError as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot write the report to {out}: {exc}") from None
+    print(f"wrote {report.html} and {len(report.figures)} figures")
+    for note in report.notes:
+        print(note)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose + 1, 2)
@@ -145,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     from .experiment import ExperimentError
     from .store import StoreError
 
-    handlers = {"gpus": cmd_gpus, "tune": cmd_tune, "show": cmd_show}
+    handlers = {"gpus": cmd_gpus, "tune": cmd_tune, "show": cmd_show, "report": cmd_report}
     try:
         return handlers[args.command](args)
     except (CliError, ExperimentError, StoreError, UnsupportedTorch) as exc:

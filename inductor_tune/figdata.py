@@ -1,0 +1,338 @@
+"""Data behind the inspection figures: small frozen records read from a ``Store``; needs no GPU.
+
+Every number comes from the database: default and best GB/s exactly as ``inductor-tune show``
+computes them, configs decoded with ``TrialConfig.from_json``, Inductor's own choice from the
+default trial's ``inductor_choice_json``, search histories from Optuna's tables.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import logging
+import statistics
+import warnings
+from typing import Callable, Sequence
+
+from .records import Outcome
+from .show import _row  # the same default/best GB/s as `inductor-tune show`, by construction
+from .space import KernelSlot, SlotConfig, TrialConfig
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+
+# -- records ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuInfo:
+    fingerprint: str
+    name: str
+    sm_count: int
+    compute_capability: str
+    memory_gb: float
+    l2_mb: float
+    cuda_driver: str
+    cuda_runtime: str
+    torch: str
+    triton: str
+    ceiling_gbps: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapePoint:
+    """One study: Inductor's default vs the best config found, as `show` reports it."""
+
+    gpu: str  # fingerprint (name, SMs, torch, triton): two stacks never share a line
+    gpu_name: str
+    study: str
+    kernel: str
+    dtype: str
+    rows: int
+    cols: int
+    default_gbps: float | None
+    best_gbps: float | None
+    ceiling_gbps: float | None
+    speedup: float | None
+    speedup_low: float | None
+    speedup_high: float | None
+    improved: bool | None  # None: no verdict yet
+    verdict: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotChoice:
+    """The launch config of a study's main reduction kernel, from one source."""
+
+    source: str  # "best" or "default"
+    gpu: str
+    kernel: str
+    dtype: str
+    rows: int
+    cols: int
+    slot: str
+    persistent: bool
+    XBLOCK: int
+    num_warps: int
+    R0_BLOCK: int | None  # None when persistent (the whole row is one block)
+    num_stages: int | None
+    RSPLIT_SIZE: int | None
+    improved: bool | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtraSeries:
+    """A series the database does not hold (distilled heuristic, Quack, Liger), supplied by the caller."""
+
+    label: str
+    cols: tuple[int, ...]
+    gbps: tuple[float, ...]
+    kind: str = "peer"  # picks the color: "heuristic" or "peer"
+    color: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryPoint:
+    number: int
+    state: str  # Optuna state: COMPLETE, FAIL (measured failure), PRUNED (illegal, never compiled)
+    outcome: str
+    gbps: float | None
+    best_gbps: float | None  # best so far, over COMPLETE trials
+    inductor_default: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyHistory:
+    study: str
+    points: tuple[HistoryPoint, ...]
+    importances: tuple[tuple[str, float], ...]  # parameter, importance (sums to 1); empty if too few trials
+
+
+@dataclasses.dataclass(frozen=True)
+class GridCell:
+    num_warps: int
+    block: int
+    median_gbps: float
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuComparison:
+    gpus: tuple[str, ...]
+    rows: tuple[tuple[str, int, int, str, tuple[str, ...]], ...]  # kernel, M, N, dtype, best config per GPU
+    message: str
+
+
+# -- data ------------------------------------------------------------------------------------
+
+
+def open_store(db: str) -> Store:
+    """A read-only view of a database file or URL; StoreError if it holds no inductor_tune tables."""
+    return Store(db if "://" in db else f"sqlite:///{db}", create=False)
+
+
+def gpus(store: Store) -> list[GpuInfo]:
+    seen = {}
+    for study in store.studies():
+        g = study.gpu
+        seen[g.fingerprint] = GpuInfo(
+            g.fingerprint, g.name, g.sm_count, g.compute_capability, g.memory_bytes / 1e9, g.l2_bytes / 2**20,
+            g.cuda_driver, g.cuda_runtime, g.torch, g.triton, g.ceiling_gbps,
+        )
+    return list(seen.values())
+
+
+def _matches(gpu: str | None, study) -> bool:
+    return not gpu or gpu.lower() in (study.gpu.name + " " + study.gpu.fingerprint).lower()
+
+
+def shape_points(store: Store, gpu: str | None = None, kernel: str | None = None) -> list[ShapePoint]:
+    """Per study, default and best GB/s (verdict when there is one), sorted by kernel, dtype, M, N."""
+    out = []
+    for study in store.studies():
+        if not _matches(gpu, study) or (kernel and study.kernel != kernel):
+            continue
+        row = _row(store, study)
+        verdict = store.verdict(study.id)
+        improved = verdict.improved if verdict is not None and verdict.default_ms else None
+        out.append(ShapePoint(
+            study.gpu.fingerprint, study.gpu.name, study.name, study.kernel, study.dtype, study.rows, study.cols,
+            row.default_gbps, row.best_gbps, row.ceiling_gbps, row.speedup, row.speedup_low, row.speedup_high,
+            improved, row.verdict,
+        ))
+    return sorted(out, key=lambda p: (p.gpu, p.kernel, p.dtype, p.rows, p.cols))
+
+
+def main_slot(slots: Sequence[KernelSlot], rows: int, cols: int) -> KernelSlot:
+    """The kernel that dominates traffic: the largest tile space, preferring the per-row reduction."""
+    return max(slots, key=lambda s: (s.xnumel * s.rnumel, s.rnumel == cols, s.xnumel == rows))
+
+
+def _space_slots(study) -> dict[str, KernelSlot]:
+    slots: dict[str, KernelSlot] = {}
+    for entry in json.loads(study.space_json or "[]"):
+        for s in entry["slots"]:
+            slots.setdefault(s["key"], KernelSlot(**s))
+    return slots
+
+
+def _choice_from_slot(source, study, slot: KernelSlot, cfg: SlotConfig, improved) -> SlotChoice:
+    return SlotChoice(
+        source, study.gpu.fingerprint, study.kernel, study.dtype, study.rows, study.cols, slot.key, cfg.persistent,
+        cfg.XBLOCK, cfg.num_warps, None if cfg.persistent else cfg.R0_BLOCK,
+        None if cfg.persistent else cfg.num_stages, cfg.RSPLIT_SIZE, improved,
+    )
+
+
+def _default_choice(study, default_rec, pick) -> SlotChoice | None:
+    """Inductor's own config for the main slot, matched on size hints, mix-order and persistence.
+
+    Inductor reports its choices per generated kernel, the probe per slot; both list kernels of the
+    same size in generation order, so the n-th slot of a size takes the n-th choice of that size.
+    """
+    if default_rec is None or not default_rec.slots_json or not default_rec.inductor_choice_json:
+        return None
+    slots = [KernelSlot(**s) for s in json.loads(default_rec.slots_json)]
+    slot = pick(slots, study.rows, study.cols)
+    from .kernels import next_pow2
+
+    def fits(choice, s: KernelSlot) -> bool:
+        hints, cfg = choice["size_hints"], choice["config"]
+        persistent = "PERSISTENT" in choice["heuristic"]
+        return (hints.get("x") == next_pow2(s.xnumel) and hints.get("r0_") == next_pow2(s.rnumel)
+                and ("RSPLIT_SIZE" in cfg) == s.mix_order and persistent == s.default_persistent)
+
+    choices = [c for c in json.loads(default_rec.inductor_choice_json) if fits(c, slot)]
+    twins = [s for s in slots if fits_same(s, slot)]
+    if not choices:
+        log.info("%s: no Inductor choice matches slot %s", study.name, slot.key)
+        return None
+    cfg = choices[min(twins.index(slot), len(choices) - 1)]["config"]
+    persistent = slot.default_persistent
+    return SlotChoice(
+        "default", study.gpu.fingerprint, study.kernel, study.dtype, study.rows, study.cols, slot.key, persistent,
+        cfg["XBLOCK"], cfg["num_warps"], None if persistent else cfg.get("R0_BLOCK"),
+        None if persistent else cfg.get("num_stages"), cfg.get("RSPLIT_SIZE"), None,
+    )
+
+
+def fits_same(a: KernelSlot, b: KernelSlot) -> bool:
+    return (a.xnumel, a.rnumel, a.mix_order, a.default_persistent) == (b.xnumel, b.rnumel, b.mix_order,
+                                                                      b.default_persistent)
+
+
+def config_choices(
+    store: Store, gpu: str | None = None, kernel: str | None = None,
+    pick: Callable[[Sequence[KernelSlot], int, int], KernelSlot] = main_slot,
+) -> list[SlotChoice]:
+    """Best config (verdict's, else the fastest trial) and Inductor's default, for each study's main slot."""
+    out = []
+    for study in store.studies():
+        if not _matches(gpu, study) or (kernel and study.kernel != kernel):
+            continue
+        trials = store.trials(study.id)
+        ok = [t for t in trials if t.outcome == Outcome.OK]
+        default_rec = next((t for t in trials if t.inductor_default), None)
+        default = _default_choice(study, default_rec, pick)
+        if default is not None:
+            out.append(default)
+        verdict = store.verdict(study.id)
+        if verdict is not None and verdict.best_config_json:
+            text, improved = verdict.best_config_json, verdict.improved
+        else:
+            fastest = min((t for t in ok if not t.inductor_default), key=lambda t: t.time_ms, default=None)
+            text, improved = (fastest.config_json, None) if fastest else (None, None)
+        if text is None:
+            continue
+        config = TrialConfig.from_json(text)
+        known = _space_slots(study)
+        slots = [known.get(k) or _slot_from_key(k) for k, _ in config.slots]
+        slot = pick(slots, study.rows, study.cols)
+        out.append(_choice_from_slot("best", study, slot, config.slot_map()[slot.key], improved))
+    return sorted(out, key=lambda c: (c.gpu, c.kernel, c.dtype, c.rows, c.cols, c.source))
+
+
+def _slot_from_key(key: str) -> KernelSlot:
+    # Keys are "fw.red.x32768.r4096[#n]" (space.slot_key); used only when a study lacks its space.
+    parts = key.split("#")[0].split(".")
+    return KernelSlot(key, parts[0] == "bw", int(parts[2][1:]), int(parts[3][1:]), parts[1] == "mix", False)
+
+
+def study_history(url: str, study_name: str) -> StudyHistory:
+    """Every Optuna trial of one study with its GB/s, and parameter importances (Optuna's default evaluator)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.load_study(study_name=study_name, storage=url)
+    points, best = [], None
+    for t in study.trials:
+        gbps = t.user_attrs.get("gbps") if t.state == optuna.trial.TrialState.COMPLETE else None
+        if gbps is not None:
+            best = gbps if best is None else max(best, gbps)
+        points.append(HistoryPoint(t.number, t.state.name, t.user_attrs.get("outcome", ""), gbps, best,
+                                   bool(t.user_attrs.get("inductor_default"))))
+    # The default trial has no params and constraint trials are PRUNED: importance only sees
+    # COMPLETE trials that sampled something.
+    searched = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE and t.params]
+    importances: tuple[tuple[str, float], ...] = ()
+    if len(searched) >= 3:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "less than 2 trials per regime": expected with 20 trials
+            try:
+                imp = optuna.importance.get_param_importances(study)
+                importances = tuple((k, float(v)) for k, v in imp.items())
+            except (RuntimeError, ValueError) as exc:
+                log.info("no parameter importance for %s: %s", study_name, exc)
+    return StudyHistory(study_name, tuple(points), importances)
+
+
+def warps_block_grid(store: Store, study_name: str, block: str = "auto") -> tuple[str, list[GridCell]]:
+    """Median GB/s of the measured trials per (num_warps, block) of the main slot.
+
+    ``block`` is "XBLOCK", "R0_BLOCK" (looped trials only) or "auto": R0_BLOCK when most measured
+    trials were looped, else XBLOCK.  Returns the block name used and the cells.
+    """
+    study = next((s for s in store.studies() if s.name == study_name), None)
+    if study is None:
+        raise KeyError(study_name)
+    known = _space_slots(study)
+    samples = []
+    for t in store.trials(study.id):
+        if t.outcome != Outcome.OK or t.inductor_default or not t.gbps:
+            continue
+        config = TrialConfig.from_json(t.config_json)
+        if not config.slots:
+            continue
+        slot = main_slot([known.get(k) or _slot_from_key(k) for k, _ in config.slots], study.rows, study.cols)
+        samples.append((config.slot_map()[slot.key], t.gbps))
+    if block == "auto":
+        looped = sum(not c.persistent for c, _ in samples)
+        block = "R0_BLOCK" if looped > len(samples) / 2 else "XBLOCK"
+    cells = collections.defaultdict(list)
+    for cfg, gbps in samples:
+        value = cfg.R0_BLOCK if block == "R0_BLOCK" else cfg.XBLOCK
+        if value is not None and not (block == "R0_BLOCK" and cfg.persistent):
+            cells[(cfg.num_warps, value)].append(gbps)
+    return block, [GridCell(w, b, statistics.median(v), len(v)) for (w, b), v in sorted(cells.items())]
+
+
+def compare_gpus(store: Store, kernel: str | None = None) -> GpuComparison:
+    """Best config per shape on each GPU; with a single GPU, says there is nothing to compare."""
+    choices = [c for c in config_choices(store, kernel=kernel) if c.source == "best"]
+    fps = tuple(sorted({c.gpu for c in choices}))
+    if len(fps) < 2:
+        which = fps[0] if fps else "none"
+        return GpuComparison(fps, (), f"only one GPU in this database ({which}): nothing to compare across GPUs")
+    table = collections.defaultdict(dict)
+    for c in choices:
+        table[(c.kernel, c.rows, c.cols, c.dtype)][c.gpu] = describe_choice(c)
+    rows = tuple((k, m, n, d, tuple(v.get(fp, "-") for fp in fps)) for (k, m, n, d), v in sorted(table.items()))
+    return GpuComparison(fps, rows, f"{len(fps)} GPUs, {len(rows)} shapes")
+
+
+def describe_choice(c: SlotChoice) -> str:
+    kind = "persistent" if c.persistent else f"looped R0={c.R0_BLOCK} st={c.num_stages}"
+    split = f" split={c.RSPLIT_SIZE}" if c.RSPLIT_SIZE else ""
+    return f"{kind} X={c.XBLOCK} w={c.num_warps}{split}"
