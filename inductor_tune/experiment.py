@@ -35,6 +35,8 @@ class Experiment:
     rounds: int = 3
     timing: TimingSpec = TimingSpec()
     description: str = ""
+    heartbeat_s: int = 10  # in-flight trials refresh their Optuna heartbeat this often
+    stale_after_s: int = 120  # a RUNNING trial without a heartbeat this long has lost its process
 
     @property
     def storage_url(self) -> str:
@@ -46,8 +48,9 @@ class Experiment:
         return [Problem(k, s, d, self.seed) for k in self.kernels for d in self.dtypes for s in self.shapes]
 
 
-_KEYS = {f.name for f in dataclasses.fields(Experiment)} - {"timeout_s", "trial_timeout_s", "timing"}
-_KEYS |= {"timeout", "trial_timeout", "measure"}
+_KEYS = {f.name for f in dataclasses.fields(Experiment)} - {"timeout_s", "trial_timeout_s", "timing", "heartbeat_s",
+                                                            "stale_after_s"}
+_KEYS |= {"timeout", "trial_timeout", "measure", "heartbeat", "stale_after"}
 _MEASURE_KEYS = {"warmup_ms", "rep_ms", "cuda_graph"}
 
 
@@ -148,6 +151,8 @@ def from_mapping(data: Any, name: str) -> Experiment:
         rounds=_positive(data.get("rounds", 3), "rounds"),
         timing=timing,
         description=str(data.get("description", "")),
+        heartbeat_s=_positive(data.get("heartbeat", 10), "heartbeat"),
+        stale_after_s=_positive(data.get("stale_after", 120), "stale_after"),
     )
 
 
@@ -175,7 +180,7 @@ def with_overrides(exp: Experiment, **overrides: Any) -> Experiment:
             value = parsers[key](value)
         elif key == "sampler" and value not in SAMPLERS:
             raise ExperimentError(f"unknown sampler {value!r}; choose one of {', '.join(SAMPLERS)}")
-        elif key in ("trials", "workers", "finalists", "rounds"):
+        elif key in ("trials", "workers", "finalists", "rounds", "heartbeat_s", "stale_after_s"):
             value = _positive(value, key)
         elif key in ("timeout_s", "trial_timeout_s"):
             value = _positive(value, key.replace("_s", ""), float)

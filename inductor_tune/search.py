@@ -42,7 +42,9 @@ MAX_CONSTRAINT_STREAK = 2000
 def fingerprint_key(fp: dict[str, Any]) -> str:
     """Readable identity of GPU model + software; part of every study name."""
     gpu = re.sub(r"[^A-Za-z0-9]+", "-", fp["name"]).strip("-")
-    return f"{gpu}/sm{fp['compute_capability'].replace('.', '')}x{fp['sm_count']}/torch{fp['torch']}/triton{fp['triton']}"
+    key = f"{gpu}/sm{fp['compute_capability'].replace('.', '')}x{fp['sm_count']}/torch{fp['torch']}/triton{fp['triton']}"
+    # Replayed measurements get studies of their own: they must never mix with measured ones.
+    return key + "/replay" if fp.get("replayed") else key
 
 
 def study_name(problem: Problem, fp_key: str) -> str:
@@ -70,6 +72,12 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     raise ValueError(f"unknown sampler {name!r}")
 
 
+def _retry_callback():
+    # Optuna 4.9 renamed RetryFailedTrialCallback; the old name goes away in 6.0.
+    cls = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None) or optuna.storages.RetryFailedTrialCallback
+    return cls(max_retry=2)
+
+
 def study_seed(seed: int, name: str) -> int:
     return (seed * 1_000_003 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)) % (2**31)
 
@@ -93,8 +101,16 @@ class Tuner:
         self.store = store
         self.progress = progress
         self.fp_key = fingerprint_key(pool.fingerprint)
-        self.gpu_id = store.upsert_gpu(self.fp_key, pool.fingerprint, pool.ceiling_gbps)
+        self.replayed = bool(pool.fingerprint.get("replayed"))
+        gpu_info = {k: v for k, v in pool.fingerprint.items() if k != "replayed"}
+        self.gpu_id = store.upsert_gpu(self.fp_key, gpu_info, pool.ceiling_gbps)
+        self._storage = optuna.storages.RDBStorage(
+            store.url, engine_kwargs={"connect_args": {"timeout": 60}} if store.url.startswith("sqlite") else {},
+            heartbeat_interval=exp.heartbeat_s, grace_period=exp.stale_after_s,
+            failed_trial_callback=_retry_callback(),
+        )
         self._task_ids = itertools.count()
+        self._last_beat = 0.0
         self.measured = 0
         self.measure_wall_s = 0.0
 
@@ -107,10 +123,11 @@ class Tuner:
         fit = int(0.85 * self.pool.fingerprint["memory_bytes"] // per_worker)
         return max(1, min(self.pool.size, fit, self.exp.workers or self.pool.size))
 
-    def _run_blocking(self, tasks: list[Task], width: int) -> dict[int, Any]:
-        """Run tasks on up to ``width`` workers and wait for all of them."""
+    def _run_blocking(self, tasks: list[Task], width: int, trials=()) -> dict[int, Any]:
+        """Run tasks on up to ``width`` workers and wait for all of them (``trials`` keep beating)."""
         pending, results = list(tasks), {}
         while pending or self.pool.busy():
+            self._heartbeat({i: _InFlight(t, INDUCTOR_DEFAULT) for i, t in enumerate(trials)})
             for index in self.pool.idle(width):
                 if not pending:
                     break
@@ -140,7 +157,7 @@ class Tuner:
         name = study_name(problem, self.fp_key)
         seed = study_seed(self.exp.seed, name)
         study = optuna.create_study(
-            study_name=name, storage=self._optuna_storage(), direction="minimize",
+            study_name=name, storage=self._storage, direction="minimize",
             sampler=make_sampler(self.exp.sampler, seed), load_if_exists=True,
         )
         study.set_user_attr("problem", {"kernel": problem.kernel, "shape": str(problem.shape), "dtype": problem.dtype})
@@ -148,7 +165,7 @@ class Tuner:
         study.set_user_attr("sampler", self.exp.sampler)
         record = self.store.get_or_create_study(
             name, gpu_id=self.gpu_id, kernel=problem.kernel, rows=problem.shape.rows, cols=problem.shape.cols,
-            dtype=problem.dtype, experiment=self.exp.name, sampler=self.exp.sampler, seed=seed,
+            dtype=problem.dtype, experiment=self.exp.name, sampler=self.exp.sampler, seed=seed, replayed=self.replayed,
         )
         width = self._workers_for(problem)
         self.pool.release(keep=width)
@@ -162,17 +179,21 @@ class Tuner:
         self._verdict(study, record.id, problem)
         return name
 
-    def _optuna_storage(self):
-        url = self.store.url
-        kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
-        return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
-
     def _fail_stale(self, study: optuna.Study) -> None:
-        # A trial still RUNNING when this process opens the study was left by a process that died
-        # (one process owns a study on one host); fail it so it is neither lost nor counted.
-        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-            study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
-            log.warning("trial %d of %s was left running by a dead process; marked failed", trial.number, study.study_name)
+        # Trials whose process stopped sending heartbeats (killed, host lost) are failed and, by
+        # the storage's callback, enqueued again with the same params: never silently counted.
+        before = {t.number for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,))}
+        optuna.storages.fail_stale_trials(study)
+        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,)):
+            if trial.number not in before:
+                log.warning("trial %d of %s lost its process; failed and queued again", trial.number, study.study_name)
+
+    def _heartbeat(self, in_flight) -> None:
+        now = time.monotonic()
+        if now - self._last_beat >= self.exp.heartbeat_s / 2:
+            self._last_beat = now
+            for flight in in_flight.values():
+                self._storage.record_heartbeat(flight.trial._trial_id)
 
     def _first_phase(self, study: optuna.Study, study_id: int, problem: Problem, width: int) -> SearchSpace:
         """Measure Inductor's default (trial 0) while probing the other graph-flag combinations.
@@ -186,9 +207,10 @@ class Tuner:
         default_trial = None
         if default_rec is None:
             default_trial = study.ask()
+            self._storage.record_heartbeat(default_trial._trial_id)
             default_trial.set_user_attr("inductor_default", True)
             tasks.insert(0, self._task("trial", problem, INDUCTOR_DEFAULT.to_json()))
-        results = self._run_blocking(tasks, width)
+        results = self._run_blocking(tasks, width, trials=[default_trial] if default_trial else [])
         if default_trial is not None:
             result = results[tasks[0].task_id]
             m = result if isinstance(result, Measurement) else Measurement(result.outcome, result.reason)
@@ -216,7 +238,9 @@ class Tuner:
         budget = self.exp.trials - len(measured)
         deadline = time.monotonic() + self.exp.timeout_s if self.exp.timeout_s else None
         in_flight: dict[int, _InFlight] = {}
-        grid = iter(space.enumerate()) if self.exp.sampler == "grid" else None
+        grid = None
+        if self.exp.sampler == "grid":
+            grid = iter(self.pool.recorded_configs(problem) or space.enumerate())
         exhausted = False
         streak = 0
         start = time.monotonic()
@@ -248,6 +272,7 @@ class Tuner:
                 budget -= 1
             if not in_flight:
                 break
+            self._heartbeat(in_flight)
             for task, result in self.pool.collect():
                 flight = in_flight.pop(task.task_id)
                 m = result if isinstance(result, Measurement) else Measurement(result.outcome, result.reason)
@@ -264,6 +289,7 @@ class Tuner:
 
     def _dispatch(self, index: int, problem: Problem, trial, config: TrialConfig, in_flight) -> None:
         task = self._task("trial", problem, config.to_json())
+        self._storage.record_heartbeat(trial._trial_id)
         in_flight[task.task_id] = _InFlight(trial, config)
         self.pool.dispatch(index, task)
 

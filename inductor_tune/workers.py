@@ -57,69 +57,117 @@ class Task:
     timing: Any = None
 
 
-def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int) -> None:
+@dataclasses.dataclass(frozen=True)
+class BackendSpec:
+    """What answers a worker's tasks: the GPU, or a recording of earlier measurements.
+
+    ``faults`` (replay only, for tests) maps a config's JSON to an injected fault: crash, segfault,
+    hang, raise or wrong (see ``replay.FaultyBackend``).
+    """
+
+    kind: str = "gpu"
+    source: str | None = None
+    faults: tuple[tuple[str, str], ...] = ()
+
+
+class GpuBackend:
+    """Compiles and measures on the GPU this process was given (see evaluate.py)."""
+
+    def __init__(self, lock: GpuLock):
+        import torch
+        import torch._inductor.config as inductor_config
+
+        from . import choices, evaluate
+
+        # One compile at a time per worker: parallelism comes from the workers themselves, and the
+        # choices hook must run in this process, not in Inductor's own compile subprocesses.
+        inductor_config.compile_threads = 1
+        choices.install()
+        self.lock = lock
+        torch.cuda.init()
+        with lock:
+            self.ceiling_gbps = evaluate.copy_ceiling_gbps(evaluate.TimingSpec())
+        torch.cuda.empty_cache()
+        self.fingerprint = evaluate.gpu_fingerprint(0)
+        self.state = None
+
+    def run(self, task: Task) -> Any:
+        from . import evaluate
+        from .space import GraphFlags, TrialConfig
+
+        if self.state is None or self.state.problem != task.problem:
+            self.release()
+            self.state = evaluate.ProblemState(task.problem)
+        if task.kind == "trial":
+            config = TrialConfig.from_json(task.payload)
+            return evaluate.evaluate(self.state, config, task.timing, self.ceiling_gbps, self.lock)
+        if task.kind == "probe":
+            return evaluate.probe(self.state, GraphFlags(**task.payload))
+        if task.kind == "remeasure":
+            configs = [TrialConfig.from_json(p) for p in task.payload["configs"]]
+            return evaluate.remeasure(self.state, configs, task.timing, task.payload["rounds"], self.lock)
+        raise ValueError(f"unknown task kind {task.kind!r}")
+
+    def release(self) -> None:
+        import torch
+
+        self.state = None
+        gc.collect()
+        torch.cuda.empty_cache()
+
+    def leaked_bytes(self) -> int:
+        """GPU memory still allocated after a task beyond the problem's own inputs."""
+        import torch
+
+        # Compiled graphs, CUDA graphs and autograd state form reference cycles; without an
+        # explicit collection one worker kept over 100 GiB of finished trials' tensors on an H200.
+        gc.collect()
+        torch.cuda.empty_cache()
+        return torch.cuda.memory_allocated() - (self.state.resident_bytes if self.state is not None else 0)
+
+
+def make_backend(spec: BackendSpec, lock: GpuLock):
+    if spec.kind == "gpu":
+        return GpuBackend(lock)
+    if spec.kind == "replay":
+        from .replay import FaultyBackend, ReplayBackend
+
+        backend = ReplayBackend(spec.source)
+        return FaultyBackend(backend, dict(spec.faults)) if spec.faults else backend
+    raise ValueError(f"unknown backend {spec.kind!r}")
+
+
+def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int, spec: BackendSpec) -> None:
     """Entry point of a worker process."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_index)
     os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
     logging.basicConfig(level=log_level, format=f"[worker {os.getpid()}] %(levelname)s %(name)s: %(message)s")
-    import torch
-    import torch._inductor.config as inductor_config
+    from .records import Outcome
+    from .evaluate import classify_exception, short_reason
 
-    from . import choices, evaluate
-    from .space import GraphFlags, TrialConfig
-
-    # One compile at a time per worker: parallelism comes from the workers themselves, and the
-    # choices hook must run in this process, not in Inductor's own compile subprocesses.
-    inductor_config.compile_threads = 1
-    choices.install()
-    lock = GpuLock(lock_path)
-    timing = evaluate.TimingSpec()
-    torch.cuda.init()
-    with lock:
-        ceiling = evaluate.copy_ceiling_gbps(timing)
-    torch.cuda.empty_cache()
-    conn.send(("hello", evaluate.gpu_fingerprint(0), ceiling))
-    state: evaluate.ProblemState | None = None
+    backend = make_backend(spec, GpuLock(lock_path))
+    conn.send(("hello", backend.fingerprint, backend.ceiling_gbps))
     while True:
         task: Task | None = conn.recv()
         if task is None:
             return
         if task.kind == "release":
-            state = None
-            gc.collect()
-            torch.cuda.empty_cache()
+            backend.release()
             continue
         try:
-            if state is None or state.problem != task.problem:
-                state = None
-                gc.collect()
-                torch.cuda.empty_cache()
-                state = evaluate.ProblemState(task.problem)
-            if task.kind == "trial":
-                result: Any = evaluate.evaluate(state, TrialConfig.from_json(task.payload), task.timing, ceiling, lock)
-            elif task.kind == "probe":
-                result = evaluate.probe(state, GraphFlags(**task.payload))
-            elif task.kind == "remeasure":
-                configs = [TrialConfig.from_json(p) for p in task.payload["configs"]]
-                result = evaluate.remeasure(state, configs, task.timing, task.payload["rounds"], lock)
-            else:
-                raise ValueError(f"unknown task kind {task.kind!r}")
+            result: Any = backend.run(task)
             conn.send(("result", task.task_id, result))
             # A CUDA error leaves the context unusable; a fresh worker replaces this one.
-            poisoned = task.kind == "trial" and result.outcome == evaluate.Outcome.CRASH
+            poisoned = task.kind == "trial" and result.outcome == Outcome.CRASH
             result = None
         except Exception as exc:
-            outcome = evaluate.classify_exception(exc)
-            conn.send(("error", task.task_id, (outcome, evaluate.short_reason(exc), traceback.format_exc())))
-            poisoned = outcome == evaluate.Outcome.CRASH
+            outcome = classify_exception(exc)
+            conn.send(("error", task.task_id, (outcome, short_reason(exc), traceback.format_exc())))
+            poisoned = outcome == Outcome.CRASH
         if poisoned:
             conn.close()
             os._exit(CRASH_EXIT_CODE)
-        # Compiled graphs, CUDA graphs and autograd state form reference cycles; without an
-        # explicit collection one worker kept over 100 GiB of finished trials' tensors on an H200.
-        gc.collect()
-        torch.cuda.empty_cache()
-        leaked = torch.cuda.memory_allocated() - (state.resident_bytes if state is not None else 0)
+        leaked = backend.leaked_bytes()
         if leaked > LEAK_LIMIT_BYTES:
             # Live tensors nobody should hold: start afresh rather than starve the other workers.
             log.warning("recycling: %.1f GiB still allocated after the task", leaked / 2**30)
@@ -147,8 +195,12 @@ class TaskFailure:
 class WorkerPool:
     """A fixed number of workers on one GPU, dispatched by the parent one task at a time."""
 
-    def __init__(self, gpu_index: int, workers: int, task_timeout_s: float, lock_dir: str = "/tmp"):
+    def __init__(
+        self, gpu_index: int, workers: int, task_timeout_s: float, lock_dir: str = "/tmp",
+        backend: BackendSpec = BackendSpec(),
+    ):
         self.gpu_index = gpu_index
+        self.backend = backend
         self.size = workers
         self.task_timeout_s = task_timeout_s
         self.lock_path = os.path.join(lock_dir, f"inductor_tune_gpu{gpu_index}.lock")
@@ -167,7 +219,9 @@ class WorkerPool:
     def _spawn(self) -> _Slot:
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
-            target=worker_main, args=(child, self.gpu_index, self.lock_path, logging.getLogger().level), daemon=True
+            target=worker_main,
+            args=(child, self.gpu_index, self.lock_path, logging.getLogger().level, self.backend),
+            daemon=True,
         )
         proc.start()
         child.close()
@@ -190,6 +244,16 @@ class WorkerPool:
         for slot in self._slots:
             self._await_hello(slot)
         log.info("%d workers ready on GPU %d (%s)", self.size, self.gpu_index, self.fingerprint["name"])
+
+    def recorded_configs(self, problem):
+        """For a replay backend: the configs its recording holds (grid search walks these)."""
+        if self.backend.kind != "replay":
+            return None
+        if getattr(self, "_replay", None) is None:
+            from .replay import ReplayBackend
+
+            self._replay = ReplayBackend(self.backend.source)
+        return self._replay.recorded_configs(problem)
 
     @property
     def ceiling_gbps(self) -> float:

@@ -6,6 +6,7 @@ check bookkeeping (budgets, resume, ledgers, verdicts), never performance.
 
 import dataclasses
 import json
+import time
 
 import optuna
 import pytest
@@ -40,6 +41,9 @@ class ScriptedPool:
 
     def release(self, keep):
         pass
+
+    def recorded_configs(self, problem):
+        return None
 
     def dispatch(self, index, task):
         self._busy[index] = task
@@ -118,17 +122,28 @@ def test_study_runs_to_budget_then_resumes_without_loss_or_duplicates(tmp_path):
     assert len(store.trials(study_id)) == len(second)
 
 
-def test_trials_left_running_by_a_dead_process_are_failed(tmp_path):
-    exp = _exp(tmp_path, 4)
+def test_trials_left_running_by_a_dead_process_are_failed_and_retried(tmp_path):
+    exp = dataclasses.replace(_exp(tmp_path, 4), heartbeat_s=1, stale_after_s=1)
     store = Store(exp.storage_url)
     Tuner(exp, ScriptedPool(), store).run()
     name = store.studies()[0].name
-    study = optuna.load_study(study_name=name, storage=exp.storage_url)
-    orphan = study.ask()  # as if the process died after asking
+    storage = optuna.storages.RDBStorage(exp.storage_url, heartbeat_interval=1, grace_period=1)
+    study = optuna.load_study(study_name=name, storage=storage)
+    orphan = study.ask()
+    orphan.suggest_categorical("fw.red.x32768.r4096.persistent", (True, False))
+    orphan.suggest_int("fw.red.x32768.r4096.log2_XBLOCK", 2, 2)
+    orphan.suggest_int("fw.red.x32768.r4096.log2_num_warps", 2, 2)
+    storage.record_heartbeat(orphan._trial_id)  # as the tuner does, then its process dies
+    time.sleep(2.5)
     Tuner(dataclasses.replace(exp, trials=6), ScriptedPool(), store).run()
     study = optuna.load_study(study_name=name, storage=exp.storage_url)
     assert study.trials[orphan.number].state == optuna.trial.TrialState.FAIL
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+    retried = [t for t in study.trials if t.system_attrs.get("failed_trial") == orphan.number]
+    assert retried and retried[0].params == orphan.params and retried[0].state.is_finished()
+    records = store.trials(store.studies()[0].id)
+    assert orphan.number not in {r.trial_number for r in records}  # never counted as measured
+    assert len([r for r in records if r.outcome != Outcome.CONSTRAINT]) == 6
 
 
 def test_failures_are_recorded_with_their_type(tmp_path):
