@@ -314,12 +314,14 @@ def plot_gpu_comparison(ax, points: Sequence[ShapePoint], comparison: GpuCompari
         return ax
     pts = [p for p in points if p.kernel == kernel and p.dtype == dtype and p.best_gbps and p.ceiling_gbps]
     for gi, fp in enumerate(comparison.gpus):
-        for mi, m in enumerate(sorted({p.rows for p in pts})):
-            sel = sorted((p for p in pts if p.gpu == fp and p.rows == m), key=lambda p: p.cols)
+        for mi, (m, group) in enumerate(row_groups([p for p in pts if p.gpu == fp])):
+            sel = sorted(group, key=lambda p: p.cols)
             if sel:
                 ax.plot([p.cols for p in sel], [100 * p.best_gbps / p.ceiling_gbps for p in sel],
-                        ls=LINESTYLES[gi % len(LINESTYLES)], marker=MARKERS[mi % len(MARKERS)],
-                        label=f"{fp} M={m}")
+                        ls=LINESTYLES[mi % len(LINESTYLES)], marker=MARKERS[gi % len(MARKERS)],
+                        label=sel[0].gpu_name + (f" M={m}" if m is not None else ""))
+    top = max((100 * p.best_gbps / p.ceiling_gbps for p in pts), default=100.0)
+    ax.set_ylim(0, max(105.0, top + 5))
     _log2_axis(ax, [p.cols for p in pts])
     ax.set_ylabel("best found, % of the GPU's copy ceiling")
     ax.set_title(f"{kernel} {dtype}: best config across GPUs", fontsize="medium")
