@@ -12,7 +12,8 @@ log = logging.getLogger("inductor_tune")
 
 NO_GPU = (
     "no CUDA GPU is visible here: `{cmd}` measures on a GPU. Without one you can read recorded studies "
-    "with `inductor-tune show db/quack.sqlite` or run the tests with `bash .ci/run`."
+    "with `inductor-tune show db/quack.sqlite`, replay them with `--replay db/quack.sqlite`, or run the "
+    "tests with `bash .ci/run`."
 )
 
 
@@ -44,6 +45,11 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, help="sampler seed (combined with each study's name)")
     t.add_argument("--workers", type=int, help="compile/measure worker processes (default: CPU cores - 1)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument(
+        "--replay", metavar="DB",
+        help="answer trials from the measurements recorded in DB instead of the GPU (no GPU needed); "
+        "results are labelled replayed and stored in studies of their own",
+    )
 
     s = sub.add_parser("show", help="per study: Inductor default vs best found, GB/s, %% of ceiling, speedup")
     s.add_argument("db", help="SQLite file or SQLAlchemy URL")
@@ -96,10 +102,17 @@ def cmd_tune(args) -> int:
         os.makedirs("db", exist_ok=True)
     check_url(exp.storage_url, create=True)
     check_torch_supported()
-    if not torch.cuda.is_available():
-        raise CliError(NO_GPU.format(cmd="tune"))
-    if not 0 <= args.gpu < torch.cuda.device_count():
-        raise CliError(f"--gpu {args.gpu} does not exist: {torch.cuda.device_count()} GPU(s) visible")
+    from .workers import BackendSpec
+
+    if args.replay:
+        backend = BackendSpec("replay", _storage_url(args.replay))
+        check_url(backend.source, create=False)
+    else:
+        backend = BackendSpec()
+        if not torch.cuda.is_available():
+            raise CliError(NO_GPU.format(cmd="tune"))
+        if not 0 <= args.gpu < torch.cuda.device_count():
+            raise CliError(f"--gpu {args.gpu} does not exist: {torch.cuda.device_count()} GPU(s) visible")
     from tqdm import tqdm
 
     from .search import Tuner
@@ -112,7 +125,7 @@ def cmd_tune(args) -> int:
     log.info("%d studies x %d trials on GPU %d with %d workers -> %s", len(problems), exp.trials, args.gpu,
              n_workers, exp.storage_url)
     start = time.monotonic()
-    with WorkerPool(args.gpu, n_workers, exp.trial_timeout_s) as pool, tqdm(
+    with WorkerPool(args.gpu, n_workers, exp.trial_timeout_s, backend=backend) as pool, tqdm(
         total=len(problems) * exp.trials, disable=args.no_progress, unit="trial", desc="tuning"
     ) as bar:
         tuner = Tuner(exp, pool, store, progress=bar)
