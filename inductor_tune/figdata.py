@@ -291,8 +291,8 @@ def study_history(url: str, study_name: str) -> StudyHistory:
 def warps_block_grid(store: Store, study_name: str, block: str = "auto") -> tuple[str, list[GridCell]]:
     """Median GB/s of the measured trials per (num_warps, block) of the main slot.
 
-    ``block`` is "XBLOCK", "R0_BLOCK" (looped trials only) or "auto": R0_BLOCK when most measured
-    trials were looped, else XBLOCK.  Returns the block name used and the cells.
+    ``block`` is "XBLOCK", "R0_BLOCK" (looped trials only) or "auto": XBLOCK, which every trial has,
+    unless every measured trial was looped.  Returns the block name used and the cells.
     """
     study = next((s for s in store.studies() if s.name == study_name), None)
     if study is None:
@@ -309,7 +309,7 @@ def warps_block_grid(store: Store, study_name: str, block: str = "auto") -> tupl
         samples.append((config.slot_map()[slot.key], t.gbps))
     if block == "auto":
         looped = sum(not c.persistent for c, _ in samples)
-        block = "R0_BLOCK" if looped > len(samples) / 2 else "XBLOCK"
+        block = "R0_BLOCK" if samples and looped == len(samples) else "XBLOCK"
     cells = collections.defaultdict(list)
     for cfg, gbps in samples:
         value = cfg.R0_BLOCK if block == "R0_BLOCK" else cfg.XBLOCK
