@@ -14,7 +14,9 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import re
+import socket
 import statistics
 import time
 from typing import Any
@@ -111,6 +113,8 @@ class Tuner:
         )
         self._task_ids = itertools.count()
         self._last_beat = 0.0
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self._lease: str | None = None
         self.measured = 0
         self.measure_wall_s = 0.0
 
@@ -142,15 +146,38 @@ class Tuner:
     # -- studies --------------------------------------------------------------------------
 
     def run(self) -> list[str]:
-        """Run every study; a study whose default compile fails is reported and skipped."""
-        names = []
+        """Run every study not finished yet; a study whose default compile fails is reported and skipped.
+
+        Studies are leased one at a time, so several `tune` processes (one per GPU or host) on one
+        storage share the study set: each takes studies nobody holds, and takes over those whose
+        holder stopped renewing its lease.
+        """
+        names: list[str] = []
         self.failed: list[str] = []
-        for problem in self.exp.problems():
-            try:
-                names.append(self.run_study(problem))
-            except StudyFailed as exc:
-                log.error("%s", exc)
-                self.failed.append(str(exc))
+        pending = self.exp.problems()
+        while pending:
+            progressed = False
+            for problem in list(pending):
+                name = study_name(problem, self.fp_key)
+                if self.store.finished(name, self.exp.trials):
+                    pending.remove(problem)
+                    names.append(name)
+                    continue
+                if not self.store.claim(name, self.owner, self.exp.stale_after_s):
+                    continue  # another process runs it
+                self._lease = name
+                try:
+                    names.append(self.run_study(problem))
+                except StudyFailed as exc:
+                    log.error("%s", exc)
+                    self.failed.append(str(exc))
+                finally:
+                    self.store.release(name, self.owner)
+                    self._lease = None
+                pending.remove(problem)
+                progressed = True
+            if pending and not progressed:
+                time.sleep(self.exp.heartbeat_s)  # the rest are held by live processes: wait for them
         return names
 
     def run_study(self, problem: Problem) -> str:
@@ -192,6 +219,8 @@ class Tuner:
         now = time.monotonic()
         if now - self._last_beat >= self.exp.heartbeat_s / 2:
             self._last_beat = now
+            if self._lease is not None:
+                self.store.renew(self._lease, self.owner)
             for flight in in_flight.values():
                 self._storage.record_heartbeat(flight.trial._trial_id)
 

@@ -20,7 +20,7 @@ from sqlalchemy import orm
 
 from .records import Measurement, Outcome
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: it_lease
 
 
 class StoreError(RuntimeError):
@@ -122,6 +122,25 @@ class Verdict(Base):
     created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
 
 
+class Lease(Base):
+    """Which process runs a study now; lets several `tune` processes share one study set."""
+
+    __tablename__ = "it_lease"
+    study_name: orm.Mapped[str] = orm.mapped_column(sa.String(400), primary_key=True)
+    owner: orm.Mapped[str] = orm.mapped_column(sa.String(200))
+    heartbeat_at: orm.Mapped[dt.datetime]
+
+
+@sa.event.listens_for(sa.engine.Engine, "connect")
+def _sqlite_busy_timeout(dbapi_connection, connection_record) -> None:
+    # Several processes may write one SQLite file (Optuna's connections too): wait for the lock
+    # instead of failing with "database is locked".
+    if type(dbapi_connection).__module__.startswith("sqlite3"):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA busy_timeout = 60000")
+        cursor.close()
+
+
 def default_sqlite_url(experiment: str) -> str:
     return f"sqlite:///db/{experiment}.sqlite"
 
@@ -166,6 +185,11 @@ class Store:
         self.engine = sa.create_engine(url, connect_args=connect_args, future=True)
         self._sessions = orm.sessionmaker(self.engine, expire_on_commit=False)
         self._check_schema(create)
+        if create and url.startswith("sqlite"):
+            # Writers (tune) switch the file to WAL, which lets readers and other processes
+            # proceed during a write; it persists in the file.  Readers (show) change nothing.
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA journal_mode = WAL")
 
     def _check_schema(self, create: bool) -> None:
         inspector = sa.inspect(self.engine)
@@ -176,6 +200,11 @@ class Store:
                 raise StoreError(
                     f"{self.url} was written by a newer inductor_tune (schema {found} > {SCHEMA_VERSION}); upgrade to read it"
                 )
+            if create and (found or 0) < SCHEMA_VERSION:
+                # Schema changes so far only add tables, which create_all adds without touching data.
+                Base.metadata.create_all(self.engine)
+                with self.session() as s:
+                    s.execute(sa.update(SchemaInfo).values(version=SCHEMA_VERSION))
             return
         if not create:
             raise StoreError(f"{self.url} holds no inductor_tune studies")
@@ -201,24 +230,62 @@ class Store:
     # -- writes -----------------------------------------------------------------------------
 
     def upsert_gpu(self, fingerprint_key: str, info: dict[str, Any], ceiling_gbps: float) -> int:
-        with self.session() as s:
-            gpu = s.scalar(sa.select(Gpu).where(Gpu.fingerprint == fingerprint_key))
-            if gpu is None:
-                gpu = Gpu(fingerprint=fingerprint_key, ceiling_gbps=ceiling_gbps, **info)
-                s.add(gpu)
-            else:
-                gpu.ceiling_gbps = ceiling_gbps
-            s.flush()
-            return gpu.id
+        for attempt in range(2):  # another process may insert the same GPU between select and insert
+            try:
+                with self.session() as s:
+                    gpu = s.scalar(sa.select(Gpu).where(Gpu.fingerprint == fingerprint_key))
+                    if gpu is None:
+                        gpu = Gpu(fingerprint=fingerprint_key, ceiling_gbps=ceiling_gbps, **info)
+                        s.add(gpu)
+                    else:
+                        gpu.ceiling_gbps = ceiling_gbps
+                    s.flush()
+                    return gpu.id
+            except StoreError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     def get_or_create_study(self, name: str, **fields: Any) -> Study:
+        for attempt in range(2):
+            try:
+                with self.session() as s:
+                    study = s.scalar(sa.select(Study).where(Study.name == name))
+                    if study is None:
+                        study = Study(name=name, **fields)
+                        s.add(study)
+                        s.flush()
+                    return study
+            except StoreError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def claim(self, study_name: str, owner: str, stale_after_s: float) -> bool:
+        """Take the study if nobody holds it or its holder stopped renewing; True if taken."""
+        now = _now()
+        stale = now - dt.timedelta(seconds=stale_after_s)
+        try:
+            with self.session() as s:
+                s.add(Lease(study_name=study_name, owner=owner, heartbeat_at=now))
+            return True
+        except StoreError:
+            pass  # already leased: take it over only if the lease is ours or stale
         with self.session() as s:
-            study = s.scalar(sa.select(Study).where(Study.name == name))
-            if study is None:
-                study = Study(name=name, **fields)
-                s.add(study)
-                s.flush()
-            return study
+            taken = s.execute(
+                sa.update(Lease)
+                .where(Lease.study_name == study_name, sa.or_(Lease.owner == owner, Lease.heartbeat_at < stale))
+                .values(owner=owner, heartbeat_at=now)
+            )
+            return taken.rowcount == 1
+
+    def renew(self, study_name: str, owner: str) -> None:
+        with self.session() as s:
+            s.execute(sa.update(Lease).where(Lease.study_name == study_name, Lease.owner == owner).values(heartbeat_at=_now()))
+
+    def release(self, study_name: str, owner: str) -> None:
+        with self.session() as s:
+            s.execute(sa.delete(Lease).where(Lease.study_name == study_name, Lease.owner == owner))
 
     def set_space(self, study_id: int, space_json: str) -> None:
         with self.session() as s:
@@ -252,6 +319,19 @@ class Store:
                     setattr(verdict, k, v)
 
     # -- reads ------------------------------------------------------------------------------
+
+    def finished(self, study_name: str, trials: int) -> bool:
+        """The study has its budget of measured trials and a verdict covering them."""
+        with self.session() as s:
+            study = s.scalar(sa.select(Study).where(Study.name == study_name))
+            if study is None:
+                return False
+            verdict = s.scalar(sa.select(Verdict).where(Verdict.study_id == study.id))
+            measured = s.scalar(
+                sa.select(sa.func.count()).select_from(TrialRecord)
+                .where(TrialRecord.study_id == study.id, TrialRecord.outcome != Outcome.CONSTRAINT)
+            )
+            return verdict is not None and measured >= trials
 
     def trials(self, study_id: int) -> list[TrialRecord]:
         with self.session() as s:
