@@ -74,14 +74,22 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     raise ValueError(f"unknown sampler {name!r}")
 
 
-def _retry_callback():
-    # Optuna 4.9 renamed RetryFailedTrialCallback; the old name goes away in 6.0.
-    cls = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None) or optuna.storages.RetryFailedTrialCallback
-    return cls(max_retry=2)
-
-
 def study_seed(seed: int, name: str) -> int:
     return (seed * 1_000_003 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)) % (2**31)
+
+
+def _owner_is_dead(owner: str) -> bool:
+    """A lease owner on this host whose process no longer exists (its lease need not go stale)."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by another user
+        return False
+    return False
 
 
 class StudyFailed(RuntimeError):
@@ -109,7 +117,6 @@ class Tuner:
         self._storage = optuna.storages.RDBStorage(
             store.url, engine_kwargs={"connect_args": {"timeout": 60}} if store.url.startswith("sqlite") else {},
             heartbeat_interval=exp.heartbeat_s, grace_period=exp.stale_after_s,
-            failed_trial_callback=_retry_callback(),
         )
         self._task_ids = itertools.count()
         self._last_beat = 0.0
@@ -163,7 +170,7 @@ class Tuner:
                     pending.remove(problem)
                     names.append(name)
                     continue
-                if not self.store.claim(name, self.owner, self.exp.stale_after_s):
+                if not self.store.claim(name, self.owner, self.exp.stale_after_s, _owner_is_dead):
                     continue  # another process runs it
                 self._lease = name
                 try:
@@ -207,13 +214,14 @@ class Tuner:
         return name
 
     def _fail_stale(self, study: optuna.Study) -> None:
-        # Trials whose process stopped sending heartbeats (killed, host lost) are failed and, by
-        # the storage's callback, enqueued again with the same params: never silently counted.
-        before = {t.number for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,))}
-        optuna.storages.fail_stale_trials(study)
-        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,)):
-            if trial.number not in before:
-                log.warning("trial %d of %s lost its process; failed and queued again", trial.number, study.study_name)
+        # This process holds the study's lease and has asked nothing yet, so every trial still
+        # RUNNING was left by a process that died (killed, host lost): fail it and queue its params
+        # again, so it is retried and never silently counted.
+        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            self._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+            if trial.params:
+                study.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number}, skip_if_exists=False)
+            log.warning("trial %d of %s lost its process; failed and queued again", trial.number, study.study_name)
 
     def _heartbeat(self, in_flight) -> None:
         now = time.monotonic()

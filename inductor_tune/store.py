@@ -261,8 +261,8 @@ class Store:
                     raise
         raise AssertionError("unreachable")
 
-    def claim(self, study_name: str, owner: str, stale_after_s: float) -> bool:
-        """Take the study if nobody holds it or its holder stopped renewing; True if taken."""
+    def claim(self, study_name: str, owner: str, stale_after_s: float, owner_is_dead=lambda owner: False) -> bool:
+        """Take the study if nobody holds it, its holder stopped renewing or is known dead."""
         now = _now()
         stale = now - dt.timedelta(seconds=stale_after_s)
         try:
@@ -270,12 +270,14 @@ class Store:
                 s.add(Lease(study_name=study_name, owner=owner, heartbeat_at=now))
             return True
         except StoreError:
-            pass  # already leased: take it over only if the lease is ours or stale
+            pass  # already leased: take it over only if the lease is ours, stale or its owner dead
         with self.session() as s:
+            holder = s.scalar(sa.select(Lease.owner).where(Lease.study_name == study_name))
+            takeover = sa.or_(Lease.owner == owner, Lease.heartbeat_at < stale)
+            if holder is not None and owner_is_dead(holder):
+                takeover = sa.or_(takeover, Lease.owner == holder)
             taken = s.execute(
-                sa.update(Lease)
-                .where(Lease.study_name == study_name, sa.or_(Lease.owner == owner, Lease.heartbeat_at < stale))
-                .values(owner=owner, heartbeat_at=now)
+                sa.update(Lease).where(Lease.study_name == study_name, takeover).values(owner=owner, heartbeat_at=now)
             )
             return taken.rowcount == 1
 

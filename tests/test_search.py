@@ -134,12 +134,11 @@ def test_trials_left_running_by_a_dead_process_are_failed_and_retried(tmp_path):
     orphan.suggest_int("fw.red.x32768.r4096.log2_XBLOCK", 2, 2)
     orphan.suggest_int("fw.red.x32768.r4096.log2_num_warps", 2, 2)
     storage.record_heartbeat(orphan._trial_id)  # as the tuner does, then its process dies
-    time.sleep(2.5)
     Tuner(dataclasses.replace(exp, trials=6), ScriptedPool(), store).run()
     study = optuna.load_study(study_name=name, storage=exp.storage_url)
     assert study.trials[orphan.number].state == optuna.trial.TrialState.FAIL
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
-    retried = [t for t in study.trials if t.system_attrs.get("failed_trial") == orphan.number]
+    retried = [t for t in study.trials if t.user_attrs.get("retry_of") == orphan.number]
     assert retried and retried[0].state.is_finished()
     assert all(retried[0].params[k] == v for k, v in orphan.params.items())
     records = store.trials(store.studies()[0].id)
