@@ -270,6 +270,7 @@ class Tuner:
         records = self.store.trials(study_id)
         measured = [r for r in records if r.outcome != Outcome.CONSTRAINT]
         seen: dict[str, Any] = {r.config_json: r for r in measured if r.outcome == Outcome.OK}
+        tried = {r.config_json for r in measured}  # grid search does not repeat failed configs either
         default_rec = next((r for r in records if r.inductor_default and r.outcome == Outcome.OK), None)
         default_ms = default_rec.time_ms if default_rec else None
         budget = self.exp.trials - len(measured)
@@ -286,8 +287,9 @@ class Tuner:
             out_of_time = deadline is not None and time.monotonic() > deadline
             idle = self.pool.idle(width)
             while idle and budget > 0 and not out_of_time and not exhausted and streak < MAX_CONSTRAINT_STREAK:
-                if grid is not None:
-                    pending = next((c for c in grid if c.to_json() not in seen), None)
+                waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)) if grid else ()
+                if grid is not None and not waiting:  # retries of lost trials go first
+                    pending = next((c for c in grid if c.to_json() not in tried), None)
                     if pending is None:
                         exhausted = True
                         break
@@ -304,7 +306,10 @@ class Tuner:
                 if key in seen:  # samplers revisit points; the measurement is reused, not repeated
                     self._record(study, study_id, trial, config, _reused(seen[key]), default_ms)
                     budget -= 1
+                    if self.progress is not None:
+                        self.progress.update(1)
                     continue
+                tried.add(key)
                 self._dispatch(idle.pop(0), problem, trial, config, in_flight)
                 budget -= 1
             if not in_flight:
