@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--sampler", help="tpe (default), random, grid, cmaes or gp")
     t.add_argument("--storage", help="SQLAlchemy URL (default sqlite:///db/<experiment>.sqlite)")
     t.add_argument("--gpu", type=int, default=0, help="CUDA device index to tune on (default 0)")
+    t.add_argument(
+        "--gpus", help="comma-separated device indices: one tune process per GPU, sharing the study set (e.g. 0,1)"
+    )
     t.add_argument("--seed", type=int, help="sampler seed (combined with each study's name)")
     t.add_argument("--workers", type=int, help="compile/measure worker processes (default: CPU cores - 1)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -85,6 +88,37 @@ def cmd_gpus(args) -> int:
     return 0
 
 
+def _gpu_list(text: str) -> list[int]:
+    try:
+        gpus = [int(g) for g in text.split(",") if g.strip()]
+    except ValueError:
+        raise CliError(f"--gpus {text!r} is not a comma-separated list of device indices, e.g. 0,1") from None
+    if not gpus or len(set(gpus)) != len(gpus) or min(gpus) < 0:
+        raise CliError(f"--gpus {text!r} must name distinct device indices, e.g. 0,1")
+    return gpus
+
+
+def cmd_tune_gpus(args, gpus: list[int]) -> int:
+    """One `tune --gpu i` process per GPU; study leases make them share the study set."""
+    import subprocess
+
+    base, skip = [], False
+    for arg in args.argv:  # the same command line, less --gpus
+        if skip:
+            skip = False
+        elif arg == "--gpus":
+            skip = True
+        elif not arg.startswith("--gpus="):
+            base.append(arg)
+    per_gpu_workers = [] if args.workers else ["--workers", str(max(1, (os.cpu_count() or 2) // len(gpus) - 1))]
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "inductor_tune", *base, "--gpu", str(g), *per_gpu_workers])
+        for g in gpus
+    ]
+    codes = [p.wait() for p in procs]
+    return max(codes)
+
+
 def cmd_tune(args) -> int:
     from . import experiment as experiment_mod
 
@@ -107,12 +141,17 @@ def cmd_tune(args) -> int:
     if args.replay:
         backend = BackendSpec("replay", _storage_url(args.replay))
         check_url(backend.source, create=False)
+        if args.gpus:
+            return cmd_tune_gpus(args, _gpu_list(args.gpus))
     else:
         backend = BackendSpec()
         if not torch.cuda.is_available():
             raise CliError(NO_GPU.format(cmd="tune"))
-        if not 0 <= args.gpu < torch.cuda.device_count():
-            raise CliError(f"--gpu {args.gpu} does not exist: {torch.cuda.device_count()} GPU(s) visible")
+        for gpu in _gpu_list(args.gpus) if args.gpus else [args.gpu]:
+            if not 0 <= gpu < torch.cuda.device_count():
+                raise CliError(f"GPU {gpu} does not exist: {torch.cuda.device_count()} GPU(s) visible")
+        if args.gpus:
+            return cmd_tune_gpus(args, _gpu_list(args.gpus))
     from tqdm import tqdm
 
     from .search import Tuner
@@ -182,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     from .experiment import ExperimentError
     from .store import StoreError
 
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     handlers = {"gpus": cmd_gpus, "tune": cmd_tune, "show": cmd_show, "report": cmd_report}
     try:
         return handlers[args.command](args)

@@ -75,3 +75,22 @@ def test_processes_share_a_study_set_without_loss_or_duplicates(storage, tmp_pat
         assert sorted(t.number for t in trials) == sorted(numbers)  # every Optuna trial has its record
         assert all(t.state.is_finished() for t in trials)
         assert store.verdict(study.id) is not None
+
+
+def test_gpus_option_runs_one_process_per_gpu_on_the_study_set(tmp_path):
+    shutil.copy("db/quack.sqlite", tmp_path / "recorded.sqlite")
+    (tmp_path / "parallel.yaml").write_text(EXPERIMENT)
+    storage = f"sqlite:///{tmp_path / 'gpus.sqlite'}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "inductor_tune", "-v", "tune", str(tmp_path / "parallel.yaml"), "--replay",
+         str(tmp_path / "recorded.sqlite"), "--storage", storage, "--gpus", "0,1", "--no-progress"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("search throughput") == 2  # two tune processes reported
+    store = Store(storage, create=False)
+    assert len(store.studies()) == 8
+    for study in store.studies():
+        records = store.trials(study.id)
+        assert len([r for r in records if r.outcome != Outcome.CONSTRAINT]) == 12
+        assert len({r.trial_number for r in records}) == len(records)
