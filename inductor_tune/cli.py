@@ -102,6 +102,12 @@ def cmd_tune_gpus(args, gpus: list[int]) -> int:
     """One `tune --gpu i` process per GPU; study leases make them share the study set."""
     import subprocess
 
+    from . import experiment as experiment_mod
+    from .store import Store
+
+    exp = experiment_mod.load(args.experiment)
+    Store(_storage_url(args.storage) if args.storage else exp.storage_url)  # schema once, before the children
+
     base, skip = [], False
     for arg in args.argv:  # the same command line, less --gpus
         if skip:

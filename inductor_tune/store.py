@@ -208,9 +208,14 @@ class Store:
             return
         if not create:
             raise StoreError(f"{self.url} holds no inductor_tune studies")
-        Base.metadata.create_all(self.engine)
-        with self.session() as s:
-            s.add(SchemaInfo(version=SCHEMA_VERSION))
+        try:
+            Base.metadata.create_all(self.engine)
+            with self.session() as s:
+                s.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
+        except (sa.exc.SQLAlchemyError, StoreError):
+            # Another process created the schema at the same moment: use theirs.
+            if not sa.inspect(self.engine).has_table("it_schema"):
+                raise
 
     @contextlib.contextmanager
     def session(self) -> Iterator[orm.Session]:
