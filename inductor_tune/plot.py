@@ -148,7 +148,11 @@ def plot_config_field(ax, choices: Sequence[SlotChoice], kernel: str, field: str
             marker = MARKERS[mi % len(MARKERS)]
             style = dict(style or {}, ls=LINESTYLES[mi % len(LINESTYLES)])
             if source == "best":
-                ax.step(xs, ys, color=COLORS["best"], alpha=0.8, **style)
+                # NaN where the field does not apply (R0_BLOCK of a persistent config) breaks the line there
+                # instead of bridging two looped shapes across a persistent one.
+                every = sorted((c for c in group if c.source == source), key=lambda c: c.cols)
+                ax.step([c.cols for c in every], [math.nan if value(c) is None else value(c) for c in every],
+                        color=COLORS["best"], alpha=0.8, **style)
                 gain = [(x, y) for c, x, y in zip(pts, xs, ys) if c.improved is not False]
                 kept = [(x, y) for c, x, y in zip(pts, xs, ys) if c.improved is False]
                 for sel_, face, text in ((gain, COLORS["best"], "best found"),
