@@ -78,6 +78,23 @@ def study_seed(seed: int, name: str) -> int:
     return (seed * 1_000_003 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)) % (2**31)
 
 
+def _optuna_storage(url: str, exp: Experiment) -> optuna.storages.RDBStorage:
+    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    for attempt in range(5):
+        try:
+            return optuna.storages.RDBStorage(
+                url, engine_kwargs=kwargs, heartbeat_interval=exp.heartbeat_s, grace_period=exp.stale_after_s
+            )
+        except Exception as exc:
+            # Several processes starting on a fresh database race to create Optuna's schema (seen on
+            # PostgreSQL: duplicate type "studydirection"); the loser finds it created on retry.
+            if attempt == 4:
+                raise
+            log.info("creating Optuna's tables collided with another process (%s); retrying", type(exc).__name__)
+            time.sleep(1 + attempt)
+    raise AssertionError("unreachable")
+
+
 def _owner_is_dead(owner: str) -> bool:
     """A lease owner on this host whose process no longer exists (its lease need not go stale)."""
     host, _, pid = owner.rpartition(":")
@@ -114,10 +131,7 @@ class Tuner:
         self.replayed = bool(pool.fingerprint.get("replayed"))
         gpu_info = {k: v for k, v in pool.fingerprint.items() if k != "replayed"}
         self.gpu_id = store.upsert_gpu(self.fp_key, gpu_info, pool.ceiling_gbps)
-        self._storage = optuna.storages.RDBStorage(
-            store.url, engine_kwargs={"connect_args": {"timeout": 60}} if store.url.startswith("sqlite") else {},
-            heartbeat_interval=exp.heartbeat_s, grace_period=exp.stale_after_s,
-        )
+        self._storage = _optuna_storage(store.url, exp)
         self._task_ids = itertools.count()
         self._last_beat = 0.0
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
