@@ -16,7 +16,7 @@ import warnings
 from typing import Callable, Sequence
 
 from .records import Outcome
-from .show import _row  # the same default/best GB/s as `inductor-tune show`, by construction
+from .show import study_row  # the same default/best GB/s as `inductor-tune show`, by construction
 from .space import KernelSlot, SlotConfig, TrialConfig
 from .store import Store
 
@@ -154,7 +154,7 @@ def shape_points(store: Store, gpu: str | None = None, kernel: str | None = None
     for study in store.studies():
         if not _matches(gpu, study) or (kernel and study.kernel != kernel):
             continue
-        row = _row(store, study)
+        row = study_row(store, study)
         verdict = store.verdict(study.id)
         improved = verdict.improved if verdict is not None and verdict.default_ms else None
         out.append(ShapePoint(

@@ -46,11 +46,12 @@ def study_rows(store: Store, gpu: str | None = None, kernel: str | None = None) 
             continue
         if kernel and study.kernel != kernel:
             continue
-        rows.append(_row(store, study))
+        rows.append(study_row(store, study))
     return rows
 
 
-def _row(store: Store, study) -> StudyRow:
+def study_row(store: Store, study) -> StudyRow:
+    """The summary row of one study (also the source of the figures' default and best GB/s)."""
     trials = store.trials(study.id)
     counts = collections.Counter(t.outcome for t in trials)
     nbytes = get_kernel(study.kernel).minimal_bytes(Shape(study.rows, study.cols), study.dtype)
