@@ -188,7 +188,8 @@ class Tuner:
                     continue  # another process runs it
                 self._lease = name
                 try:
-                    names.append(self.run_study(problem))
+                    # The previous holder may have finished it between our check and our claim.
+                    names.append(name if self.store.finished(name, self.exp.trials) else self.run_study(problem))
                 except StudyFailed as exc:
                     log.error("%s", exc)
                     self.failed.append(str(exc))
