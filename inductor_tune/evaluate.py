@@ -295,6 +295,7 @@ def evaluate(
     chosen = inductor_choices_made(before) if config.inductor_default else None
     t1 = time.perf_counter()
     with gpu_lock:
+        lock_wait_s = time.perf_counter() - t1
         try:
             result = call.run_eager()
             torch.cuda.synchronize()
@@ -317,6 +318,9 @@ def evaluate(
             **dataclasses.asdict(used),
             "capture_failure": capture_failure or None,
             "max_reserved_gib": round(torch.cuda.max_memory_reserved() / 2**30, 2),
+            # Where a trial's time goes, to see what bounds throughput (measure_s includes the wait).
+            "lock_wait_s": round(lock_wait_s, 4),
+            "locked_s": round(time.perf_counter() - t1 - lock_wait_s, 4),
         }
     )
     return Measurement(

@@ -37,6 +37,8 @@ class Experiment:
     description: str = ""
     heartbeat_s: int = 10  # in-flight trials refresh their Optuna heartbeat this often
     stale_after_s: int = 120  # a RUNNING trial without a heartbeat this long has lost its process
+    grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # sub-grid of the space (field -> values)
+    sweep: bool = False  # measure every legal config of the (sub-)grid, in studies of their own
 
     @property
     def storage_url(self) -> str:
@@ -49,7 +51,7 @@ class Experiment:
 
 
 _KEYS = {f.name for f in dataclasses.fields(Experiment)} - {"timeout_s", "trial_timeout_s", "timing", "heartbeat_s",
-                                                            "stale_after_s"}
+                                                            "stale_after_s", "sweep"}
 _KEYS |= {"timeout", "trial_timeout", "measure", "heartbeat", "stale_after"}
 _MEASURE_KEYS = {"warmup_ms", "rep_ms", "cuda_graph"}
 
@@ -112,6 +114,27 @@ def _positive(value: Any, key: str, kind=int, allow_none: bool = False):
     return number
 
 
+def parse_grid(value: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    from .space import FLAG_GRID_FIELDS, GRID_FIELDS
+
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not value:
+        raise ExperimentError("'grid' must be a mapping of field to a list of values, e.g. {log2_num_warps: [2, 3, 4]}")
+    out = []
+    for field, values in value.items():
+        if field not in GRID_FIELDS:
+            raise ExperimentError(f"unknown grid field {field!r}; known: {', '.join(GRID_FIELDS)}")
+        if not isinstance(values, list) or not values:
+            raise ExperimentError(f"grid field {field!r} must be a non-empty list of values")
+        boolean = field in FLAG_GRID_FIELDS or field == "persistent"
+        if any(isinstance(v, bool) != boolean or not isinstance(v, (bool, int)) for v in values):
+            kind = "true/false" if boolean else "integers (exponents for log2_* fields)"
+            raise ExperimentError(f"grid field {field!r} takes {kind}, got {values!r}")
+        out.append((field, tuple(dict.fromkeys(values))))
+    return tuple(sorted(out))
+
+
 def from_mapping(data: Any, name: str) -> Experiment:
     if not isinstance(data, dict):
         raise ExperimentError("experiment file must be a YAML mapping of keys to values")
@@ -153,6 +176,7 @@ def from_mapping(data: Any, name: str) -> Experiment:
         description=str(data.get("description", "")),
         heartbeat_s=_positive(data.get("heartbeat", 10), "heartbeat"),
         stale_after_s=_positive(data.get("stale_after", 120), "stale_after"),
+        grid=parse_grid(data.get("grid")),
     )
 
 

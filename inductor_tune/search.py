@@ -25,6 +25,7 @@ import optuna
 
 from .evaluate import Problem
 from .experiment import Experiment
+from .mirror import Ledgered, MirroredStudy
 from .records import Measurement, Outcome
 from .space import (
     DEFAULT_FLAGS, INDUCTOR_DEFAULT, ConstraintViolation, GraphFlags, KernelSlot, SearchSpace, TrialConfig, params_of,
@@ -115,7 +116,8 @@ class StudyFailed(RuntimeError):
 
 @dataclasses.dataclass
 class _InFlight:
-    trial: optuna.trial.Trial
+    trial: optuna.trial.Trial | None  # the sampler's trial (None: Inductor's default)
+    ledgered: Ledgered
     config: TrialConfig
 
 
@@ -127,7 +129,8 @@ class Tuner:
         self.pool = pool
         self.store = store
         self.progress = progress
-        self.fp_key = fingerprint_key(pool.fingerprint)
+        # Sweeps (every config of a sub-grid) get studies of their own, apart from sampled ones.
+        self.fp_key = fingerprint_key(pool.fingerprint) + ("/sweep" if exp.sweep else "")
         self.replayed = bool(pool.fingerprint.get("replayed"))
         gpu_info = {k: v for k, v in pool.fingerprint.items() if k != "replayed"}
         self.gpu_id = store.upsert_gpu(self.fp_key, gpu_info, pool.ceiling_gbps)
@@ -138,6 +141,7 @@ class Tuner:
         self._lease: str | None = None
         self.measured = 0
         self.measure_wall_s = 0.0
+        self.parent_busy_s = 0.0  # time the search loop spent sampling and recording, not waiting
 
     # -- pool helpers ---------------------------------------------------------------------
 
@@ -148,11 +152,11 @@ class Tuner:
         fit = int(0.85 * self.pool.fingerprint["memory_bytes"] // per_worker)
         return max(1, min(self.pool.size, fit, self.exp.workers or self.pool.size))
 
-    def _run_blocking(self, tasks: list[Task], width: int, trials=()) -> dict[int, Any]:
+    def _run_blocking(self, tasks: list[Task], width: int, trials: list[Ledgered] = ()) -> dict[int, Any]:
         """Run tasks on up to ``width`` workers and wait for all of them (``trials`` keep beating)."""
         pending, results = list(tasks), {}
         while pending or self.pool.busy():
-            self._heartbeat({i: _InFlight(t, INDUCTOR_DEFAULT) for i, t in enumerate(trials)})
+            self._heartbeat({i: _InFlight(None, t, INDUCTOR_DEFAULT) for i, t in enumerate(trials)})
             for index in self.pool.idle(width):
                 if not pending:
                     break
@@ -205,38 +209,34 @@ class Tuner:
     def run_study(self, problem: Problem) -> str:
         name = study_name(problem, self.fp_key)
         seed = study_seed(self.exp.seed, name)
-        study = optuna.create_study(
-            study_name=name, storage=self._storage, direction="minimize",
-            sampler=make_sampler(self.exp.sampler, seed), load_if_exists=True,
-        )
-        study.set_user_attr("problem", {"kernel": problem.kernel, "shape": str(problem.shape), "dtype": problem.dtype})
-        study.set_user_attr("seed", seed)
-        study.set_user_attr("sampler", self.exp.sampler)
+        sampler_name = "sweep" if self.exp.sweep else self.exp.sampler
+        study = MirroredStudy(self._storage, name, make_sampler(self.exp.sampler, seed))
+        study.study.set_user_attr("problem", {"kernel": problem.kernel, "shape": str(problem.shape), "dtype": problem.dtype})
+        study.study.set_user_attr("seed", seed)
+        study.study.set_user_attr("sampler", sampler_name)
         record = self.store.get_or_create_study(
             name, gpu_id=self.gpu_id, kernel=problem.kernel, rows=problem.shape.rows, cols=problem.shape.cols,
-            dtype=problem.dtype, experiment=self.exp.name, sampler=self.exp.sampler, seed=seed, replayed=self.replayed,
+            dtype=problem.dtype, experiment=self.exp.name, sampler=sampler_name, seed=seed, replayed=self.replayed,
         )
         width = self._workers_for(problem)
         self.pool.release(keep=width)
         log.info("study %s: %d worker(s)", name, width)
-        self._fail_stale(study)
+        # This process holds the study's lease and has dispatched nothing yet, so every trial still
+        # RUNNING was left by a process that died (killed, host lost): it is failed, and queued
+        # again below unless a later trial measured its params, so it is never silently counted.
+        for number in study.fail_lost():
+            log.warning("trial %d of %s lost its process; failed and queued again", number, name)
         space = SearchSpace.from_json(record.space_json) if record.space_json else None
         if space is None:
             space = self._first_phase(study, record.id, problem, width)
+            try:
+                space = space.with_grid(self.exp.grid)
+            except ValueError as exc:
+                raise StudyFailed(f"skipping {name}: {exc}") from None
             self.store.set_space(record.id, space.to_json())
         self._search(study, record.id, problem, space, width)
         self._verdict(study, record.id, problem)
         return name
-
-    def _fail_stale(self, study: optuna.Study) -> None:
-        # This process holds the study's lease and has asked nothing yet, so every trial still
-        # RUNNING was left by a process that died (killed, host lost): fail it and queue its params
-        # again, so it is retried and never silently counted.
-        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-            self._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
-            if trial.params:
-                study.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number}, skip_if_exists=False)
-            log.warning("trial %d of %s lost its process; failed and queued again", trial.number, study.study_name)
 
     def _heartbeat(self, in_flight) -> None:
         now = time.monotonic()
@@ -245,9 +245,9 @@ class Tuner:
             if self._lease is not None:
                 self.store.renew(self._lease, self.owner)
             for flight in in_flight.values():
-                self._storage.record_heartbeat(flight.trial._trial_id)
+                self._storage.record_heartbeat(flight.ledgered.trial_id)
 
-    def _first_phase(self, study: optuna.Study, study_id: int, problem: Problem, width: int) -> SearchSpace:
+    def _first_phase(self, study: MirroredStudy, study_id: int, problem: Problem, width: int) -> SearchSpace:
         """Measure Inductor's default (trial 0) while probing the other graph-flag combinations.
 
         The default compile reports the kernels of the default flags; each other combination is
@@ -258,20 +258,18 @@ class Tuner:
         default_rec = next((r for r in self.store.trials(study_id) if r.inductor_default and r.slots_json), None)
         default_trial = None
         if default_rec is None:
-            default_trial = study.ask()
-            self._storage.record_heartbeat(default_trial._trial_id)
-            default_trial.set_user_attr("inductor_default", True)
+            default_trial = study.start(None, {"inductor_default": True})
             tasks.insert(0, self._task("trial", problem, INDUCTOR_DEFAULT.to_json()))
         results = self._run_blocking(tasks, width, trials=[default_trial] if default_trial else [])
         if default_trial is not None:
             result = results[tasks[0].task_id]
             m = result if isinstance(result, Measurement) else Measurement(result.outcome, result.reason)
-            default_rec = self._record(study, study_id, default_trial, INDUCTOR_DEFAULT, m, m.time_ms)
+            default_rec = self._record(study, study_id, _InFlight(None, default_trial, INDUCTOR_DEFAULT), m, m.time_ms)
             if self.progress is not None:
                 self.progress.update(1)
             tasks = tasks[1:]
         if not default_rec.slots_json:
-            raise StudyFailed(f"skipping {study.study_name}: Inductor's default compile failed: {default_rec.reason}")
+            raise StudyFailed(f"skipping {study.name}: Inductor's default compile failed: {default_rec.reason}")
         structures = [(DEFAULT_FLAGS, tuple(KernelSlot(**s) for s in json.loads(default_rec.slots_json)))]
         for flags, task in zip(others, tasks):
             result = results[task.task_id]
@@ -281,7 +279,7 @@ class Tuner:
             structures.append((flags, tuple(result)))
         return SearchSpace(tuple(structures))
 
-    def _search(self, study: optuna.Study, study_id: int, problem: Problem, space: SearchSpace, width: int) -> None:
+    def _search(self, study: MirroredStudy, study_id: int, problem: Problem, space: SearchSpace, width: int) -> None:
         records = self.store.trials(study_id)
         measured = [r for r in records if r.outcome != Outcome.CONSTRAINT]
         seen: dict[str, Any] = {r.config_json: r for r in measured if r.outcome == Outcome.OK}
@@ -289,92 +287,137 @@ class Tuner:
         default_rec = next((r for r in records if r.inductor_default and r.outcome == Outcome.OK), None)
         default_ms = default_rec.time_ms if default_rec else None
         budget = self.exp.trials - len(measured)
+        retries = study.queue_retries(
+            params_of(TrialConfig.from_json(r.config_json), space) for r in measured if not r.inductor_default
+        )
+        if retries:
+            log.info("%s: %d lost trial(s) queued again", study.name, retries)
         deadline = time.monotonic() + self.exp.timeout_s if self.exp.timeout_s else None
         in_flight: dict[int, _InFlight] = {}
         grid = None
         if self.exp.sampler == "grid":
-            grid = iter(self.pool.recorded_configs(problem) or space.enumerate())
+            grid = iter(self._grid_configs(problem, space))
         exhausted = False
         streak = 0
         start = time.monotonic()
+        busy = 0.0
         n_measured = 0
         while True:
-            out_of_time = deadline is not None and time.monotonic() > deadline
+            t_busy = time.monotonic()
+            out_of_time = deadline is not None and t_busy > deadline
             idle = self.pool.idle(width)
             while idle and budget > 0 and not out_of_time and not exhausted and streak < MAX_CONSTRAINT_STREAK:
-                waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)) if grid else ()
-                if grid is not None and not waiting:  # retries of lost trials go first
+                if grid is not None and not study.waiting():  # retries of lost trials go first
                     pending = next((c for c in grid if c.to_json() not in tried), None)
                     if pending is None:
                         exhausted = True
                         break
-                    study.enqueue_trial(params_of(pending, space))
+                    study.enqueue(params_of(pending, space))
                 trial = study.ask()
                 try:
                     config = space.suggest(trial)
                 except ConstraintViolation as violation:
                     streak += 1
-                    self._record(study, study_id, trial, None, Measurement(Outcome.CONSTRAINT, str(violation)), default_ms)
+                    self._record_now(study, study_id, trial, None, Measurement(Outcome.CONSTRAINT, str(violation)), default_ms)
                     continue
                 streak = 0
                 key = config.to_json()
                 if key in seen:  # samplers revisit points; the measurement is reused, not repeated
-                    self._record(study, study_id, trial, config, _reused(seen[key]), default_ms)
+                    self._record_now(study, study_id, trial, config, _reused(seen[key]), default_ms)
                     budget -= 1
                     if self.progress is not None:
                         self.progress.update(1)
                     continue
                 tried.add(key)
-                self._dispatch(idle.pop(0), problem, trial, config, in_flight)
+                self._dispatch(idle.pop(0), problem, study, trial, config, in_flight)
                 budget -= 1
+            busy += time.monotonic() - t_busy
             if not in_flight:
                 break
             self._heartbeat(in_flight)
             for task, result in self.pool.collect():
+                t_busy = time.monotonic()
                 flight = in_flight.pop(task.task_id)
                 m = result if isinstance(result, Measurement) else Measurement(result.outcome, result.reason)
-                rec = self._record(study, study_id, flight.trial, flight.config, m, default_ms)
+                rec = self._record(study, study_id, flight, m, default_ms)
                 if m.outcome == Outcome.OK:
                     seen[flight.config.to_json()] = rec
                 n_measured += 1
                 if self.progress is not None:
                     self.progress.update(1)
+                busy += time.monotonic() - t_busy
         if streak >= MAX_CONSTRAINT_STREAK:
-            log.warning("%s: stopped after %d illegal samples in a row", study.study_name, streak)
+            log.warning("%s: stopped after %d illegal samples in a row", study.name, streak)
+        wall = time.monotonic() - start
+        log.info("%s: %d trials measured in %.1f s; sampling and recording took %.1f s of it", study.name,
+                 n_measured, wall, busy)
         self.measured += n_measured
-        self.measure_wall_s += time.monotonic() - start
+        self.measure_wall_s += wall
+        self.parent_busy_s += busy
 
-    def _dispatch(self, index: int, problem: Problem, trial, config: TrialConfig, in_flight) -> None:
+    def _grid_configs(self, problem: Problem, space: SearchSpace) -> list[TrialConfig]:
+        """Every config to measure: the space's, or under replay those of them the recording has."""
+        recorded = self.pool.recorded_configs(problem)
+        if recorded and not space.grid:
+            return recorded  # the full space can be too large to enumerate; the recording is not
+        configs = space.enumerate()
+        if recorded:
+            keep = {c.to_json() for c in recorded}
+            configs = [c for c in configs if c.to_json() in keep]
+        return configs
+
+    def _dispatch(self, index: int, problem: Problem, study: MirroredStudy, trial, config: TrialConfig, in_flight) -> None:
         task = self._task("trial", problem, config.to_json())
-        self._storage.record_heartbeat(trial._trial_id)
-        in_flight[task.task_id] = _InFlight(trial, config)
+        in_flight[task.task_id] = _InFlight(trial, study.start(trial), config)
         self.pool.dispatch(index, task)
 
-    def _record(self, study, study_id, trial, config: TrialConfig | None, m: Measurement, default_ms):
-        attrs = {"outcome": m.outcome.value}
+    @staticmethod
+    def _attrs(m: Measurement) -> dict[str, Any]:
+        attrs: dict[str, Any] = {"outcome": m.outcome.value}
         if m.reason:
             attrs["reason"] = m.reason[:500]
         if m.gbps:
             attrs["gbps"] = round(m.gbps, 1)
-        for k, v in attrs.items():
-            trial.set_user_attr(k, v)
+        return attrs
+
+    @staticmethod
+    def _state(m: Measurement) -> optuna.trial.TrialState:
         if m.outcome == Outcome.OK:
-            study.tell(trial, m.time_ms)
-        elif m.outcome == Outcome.CONSTRAINT:
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        else:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            return optuna.trial.TrialState.COMPLETE
+        if m.outcome == Outcome.CONSTRAINT:
+            return optuna.trial.TrialState.PRUNED
+        return optuna.trial.TrialState.FAIL
+
+    def _record(self, study: MirroredStudy, study_id: int, flight: _InFlight, m: Measurement, default_ms):
+        """Store a dispatched trial's record, then finish it in both studies (a kill in between
+        leaves it RUNNING: the next run fails it and, having its record, does not measure it again)."""
+        state = self._state(m)
+        rec = self._store_record(study, study_id, flight.ledgered.number, flight.config, flight.trial, m, default_ms)
+        study.finish(flight.trial, flight.ledgered, state, m.time_ms if state == optuna.trial.TrialState.COMPLETE else None,
+                     self._attrs(m))
+        return rec
+
+    def _record_now(self, study: MirroredStudy, study_id: int, trial, config: TrialConfig | None, m: Measurement, default_ms):
+        """Record a trial that needs no worker: an illegal config or a reused measurement."""
+        state = self._state(m)
+        return study.record(
+            trial, state, m.time_ms if state == optuna.trial.TrialState.COMPLETE else None, self._attrs(m),
+            lambda number: self._store_record(study, study_id, number, config, trial, m, default_ms),
+        )
+
+    def _store_record(self, study: MirroredStudy, study_id: int, number: int, config: TrialConfig | None, trial,
+                      m: Measurement, default_ms):
         if m.outcome != Outcome.CONSTRAINT:
-            log.info("%s #%d %s %s %s", study.study_name.split("@")[0], trial.number, m.outcome.value,
+            log.info("%s #%d %s %s %s", study.name.split("@")[0], number, m.outcome.value,
                      f"{m.time_ms * 1e3:.1f} us {m.gbps:.0f} GB/s" if m.time_ms else m.reason[:300],
                      config.describe() if config else "")
         config_json = config.to_json() if config else json.dumps({"params": trial.params})
         is_default = bool(config and config.inductor_default)
-        return self.store.add_trial(study_id, trial.number, config_json, is_default, m, default_ms)
+        return self.store.add_trial(study_id, number, config_json, is_default, m, default_ms)
 
     # -- verdict ----------------------------------------------------------------------------
 
-    def _verdict(self, study: optuna.Study, study_id: int, problem: Problem) -> None:
+    def _verdict(self, study: MirroredStudy, study_id: int, problem: Problem) -> None:
         records = self.store.trials(study_id)
         ok = [r for r in records if r.outcome == Outcome.OK]
         default = next((r for r in ok if r.inductor_default), None)
@@ -395,7 +438,7 @@ class Tuner:
         self.pool.release(keep=1)
         result = self._run_blocking([task], 1)[task.task_id]
         if isinstance(result, TaskFailure):
-            log.warning("re-measure of %s failed: %s", study.study_name, result.reason)
+            log.warning("re-measure of %s failed: %s", study.name, result.reason)
             return
         self.store.set_verdict(study_id, trials_measured=len(ok), **summarize(result, finalists))
 

@@ -193,11 +193,24 @@ def slot_violations(slot: KernelSlot, cfg: SlotConfig) -> list[str]:
     return reasons
 
 
+# Fields a sub-grid may restrict: the slot parameters (for every slot that has them) and the flags.
+SLOT_GRID_FIELDS = ("persistent", "log2_XBLOCK", "log2_R0_BLOCK", "log2_num_warps", "num_stages",
+                    "log2_RSPLIT_SIZE", "NUM_STAGES")
+FLAG_GRID_FIELDS = ("split_reductions", "mix_order_reduction")
+GRID_FIELDS = SLOT_GRID_FIELDS + FLAG_GRID_FIELDS
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchSpace:
-    """Slot structures per graph-flag combination, as probed on the GPU for one kernel/shape/dtype."""
+    """Slot structures per graph-flag combination, as probed on the GPU for one kernel/shape/dtype.
+
+    ``grid`` optionally narrows the space to a declared sub-grid (field -> allowed values, applied
+    to every slot that has the field): sweeps measure every legal config of it, and samplers
+    replaying a sweep draw from the same values.
+    """
 
     structures: tuple[tuple[GraphFlags, tuple[KernelSlot, ...]], ...]
+    grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def structure(self, flags: GraphFlags) -> tuple[KernelSlot, ...]:
         return dict(self.structures)[flags]
@@ -216,29 +229,47 @@ class SearchSpace:
                 by_flags.get(dataclasses.replace(f, **{field: not getattr(f, field)})) != by_flags[f] for f in others
             )
             if changed:
-                out[field] = (True, False)
+                allowed = dict(self.grid).get(field, (True, False))
+                out[field] = tuple(v for v in (True, False) if v in allowed)
         return out
+
+    def _flag_choice_params(self) -> dict[str, tuple[bool, ...]]:
+        """Flags the sampler chooses (more than one value left)."""
+        return {f: c for f, c in self.tunable_flags.items() if len(c) > 1}
+
+    def reachable_structures(self) -> list[tuple[GraphFlags, tuple[KernelSlot, ...]]]:
+        """The structures whose flags the space can choose (flags with no effect stay at the default)."""
+        choices = self.tunable_flags
+        return [
+            (flags, slots) for flags, slots in self.structures
+            if all(getattr(flags, f) in choices.get(f, (getattr(DEFAULT_FLAGS, f),)) for f in FLAG_GRID_FIELDS)
+        ]
+
+    def _fixed_flags(self) -> dict[str, bool]:
+        """Flags a sub-grid pins to one value."""
+        return {f: c[0] for f, c in self.tunable_flags.items() if len(c) == 1}
 
     def distributions(self) -> dict[str, optuna.distributions.BaseDistribution]:
         """Every parameter the space can ask for (for documentation, GridSampler-free tooling, tests)."""
         dists: dict[str, optuna.distributions.BaseDistribution] = {}
-        for field, choices in self.tunable_flags.items():
+        for field, choices in self._flag_choice_params().items():
             dists[f"graph.{field}"] = optuna.distributions.CategoricalDistribution(choices)
-        for _, slots in self.structures:
+        for _, slots in self.reachable_structures():
             for slot in slots:
-                dists.update(_slot_distributions(slot))
+                dists.update(_slot_distributions(slot, self.grid))
         return dists
 
     def suggest(self, trial: optuna.trial.BaseTrial) -> TrialConfig:
         """Sample a config define-by-run; raises ConstraintViolation for illegal combinations."""
         flag_values = {
-            field: trial.suggest_categorical(f"graph.{field}", choices) for field, choices in self.tunable_flags.items()
+            field: trial.suggest_categorical(f"graph.{field}", choices)
+            for field, choices in self._flag_choice_params().items()
         }
-        flags = dataclasses.replace(DEFAULT_FLAGS, **flag_values)
+        flags = dataclasses.replace(DEFAULT_FLAGS, **self._fixed_flags(), **flag_values)
         slots = []
         reasons = []
         for slot in self.structure(flags):
-            cfg = _suggest_slot(trial, slot)
+            cfg = _suggest_slot(trial, slot, self.grid)
             reasons += [f"{slot.key}: {r}" for r in slot_violations(slot, cfg)]
             slots.append((slot.key, cfg))
         if reasons:
@@ -247,55 +278,95 @@ class SearchSpace:
 
     def enumerate(self, limit: int = 200_000) -> list[TrialConfig]:
         """Every legal config of the space (grid / brute-force search), in a fixed order."""
-        flags_searched = self.tunable_flags
         configs: list[TrialConfig] = []
-        for flags, slots in self.structures:
-            fixed = {f: getattr(DEFAULT_FLAGS, f) for f in ("split_reductions", "mix_order_reduction")}
-            if any(getattr(flags, f) != v for f, v in fixed.items() if f not in flags_searched):
-                continue
-            per_slot = [[(slot.key, cfg) for cfg in _legal_slot_configs(slot)] for slot in slots]
+        for flags, slots in self.reachable_structures():
+            per_slot = [[(slot.key, cfg) for cfg in _legal_slot_configs(slot, self.grid)] for slot in slots]
             if math.prod(len(c) for c in per_slot) + len(configs) > limit:
                 raise ValueError(f"the space has more than {limit} legal configs; narrow it for grid search")
             configs += [TrialConfig(flags, combo) for combo in itertools.product(*per_slot)]
         return configs
 
+    def with_grid(self, grid: Mapping[str, Iterable[Any]] | None) -> "SearchSpace":
+        """This space narrowed to a sub-grid; raises ValueError for a field that leaves a slot empty."""
+        if not grid:
+            return self
+        grid = dict(grid)
+        unknown = sorted(set(grid) - set(GRID_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown grid field(s) {', '.join(unknown)}; known: {', '.join(GRID_FIELDS)}")
+        narrowed = dataclasses.replace(self, grid=tuple(sorted((f, tuple(v)) for f, v in grid.items())))
+        for field, choices in narrowed.tunable_flags.items():
+            if not choices:
+                raise ValueError(f"grid field {field} leaves no value the kernels allow")
+        narrowed.distributions()  # raises for a slot the sub-grid leaves without values
+        return narrowed
+
     def to_json(self) -> str:
-        return json.dumps(
-            [{"flags": dataclasses.asdict(f), "slots": [dataclasses.asdict(s) for s in slots]} for f, slots in self.structures]
-        )
+        structures = [
+            {"flags": dataclasses.asdict(f), "slots": [dataclasses.asdict(s) for s in slots]} for f, slots in self.structures
+        ]
+        if not self.grid:
+            return json.dumps(structures)  # the format of databases written before sub-grids existed
+        return json.dumps({"structures": structures, "grid": {f: list(v) for f, v in self.grid}})
 
     @classmethod
     def from_json(cls, text: str) -> "SearchSpace":
-        return cls(
-            tuple(
-                (GraphFlags(**e["flags"]), tuple(KernelSlot(**s) for s in e["slots"])) for e in json.loads(text)
-            )
+        data = json.loads(text)
+        entries, grid = (data, {}) if isinstance(data, list) else (data["structures"], data.get("grid", {}))
+        structures = tuple(
+            (GraphFlags(**e["flags"]), tuple(KernelSlot(**s) for s in e["slots"])) for e in entries
         )
+        return cls(structures, tuple(sorted((f, tuple(v)) for f, v in grid.items())))
 
 
-def _slot_distributions(slot: KernelSlot) -> dict[str, optuna.distributions.BaseDistribution]:
+def _slot_distributions(slot: KernelSlot, grid=()) -> dict[str, optuna.distributions.BaseDistribution]:
     IntD, CatD = optuna.distributions.IntDistribution, optuna.distributions.CategoricalDistribution
     x_hi = min(MAX_LOG2_XBLOCK, next_pow2(slot.xnumel).bit_length() - 1)
     k = slot.key
     if slot.mix_order:
-        return {
-            f"{k}.log2_RSPLIT_SIZE": IntD(*MIX_SPLIT_LOG2),
-            f"{k}.log2_XBLOCK": IntD(MIX_MIN_LOG2_XBLOCK, min(MIX_MAX_LOG2_XBLOCK, x_hi)),
-            f"{k}.NUM_STAGES": IntD(1, MIX_MAX_NUM_STAGES),
-            f"{k}.log2_num_warps": IntD(0, MAX_LOG2_WARPS),
+        full = {
+            "log2_RSPLIT_SIZE": IntD(*MIX_SPLIT_LOG2),
+            "log2_XBLOCK": IntD(MIX_MIN_LOG2_XBLOCK, min(MIX_MAX_LOG2_XBLOCK, x_hi)),
+            "NUM_STAGES": IntD(1, MIX_MAX_NUM_STAGES),
+            "log2_num_warps": IntD(0, MAX_LOG2_WARPS),
         }
-    r_hi = min(MAX_LOG2_R0_BLOCK, next_pow2(slot.rnumel).bit_length() - 1)
-    return {
-        f"{k}.persistent": CatD((True, False) if slot.persistent_allowed else (False,)),
-        f"{k}.log2_XBLOCK": IntD(0, x_hi),
-        f"{k}.log2_R0_BLOCK": IntD(min(MIN_LOG2_R0_BLOCK, r_hi), r_hi),
-        f"{k}.log2_num_warps": IntD(0, MAX_LOG2_WARPS),
-        f"{k}.num_stages": IntD(1, MAX_NUM_STAGES),
-    }
+    else:
+        r_hi = min(MAX_LOG2_R0_BLOCK, next_pow2(slot.rnumel).bit_length() - 1)
+        full = {
+            "persistent": CatD((True, False) if slot.persistent_allowed else (False,)),
+            "log2_XBLOCK": IntD(0, x_hi),
+            "log2_R0_BLOCK": IntD(min(MIN_LOG2_R0_BLOCK, r_hi), r_hi),
+            "log2_num_warps": IntD(0, MAX_LOG2_WARPS),
+            "num_stages": IntD(1, MAX_NUM_STAGES),
+        }
+    allowed = dict(grid)
+    for field, dist in full.items():
+        if field in allowed:
+            full[field] = _narrow(dist, allowed[field], f"{k}.{field}")
+    return {f"{k}.{field}": dist for field, dist in full.items()}
 
 
-def _suggest_slot(trial: optuna.trial.BaseTrial, slot: KernelSlot) -> SlotConfig:
-    d = _slot_distributions(slot)
+def _narrow(dist: optuna.distributions.BaseDistribution, values, name: str) -> optuna.distributions.BaseDistribution:
+    """``dist`` restricted to ``values``; a contiguous integer range stays ordinal for CMA-ES and GP."""
+    if isinstance(dist, optuna.distributions.CategoricalDistribution):
+        kept = tuple(v for v in dist.choices if v in values)
+    else:
+        kept = tuple(sorted({int(v) for v in values if not isinstance(v, bool) and dist.low <= v <= dist.high}))
+    if not kept:
+        raise ValueError(f"the sub-grid leaves {name} no value (allowed here: {_values_of(dist)})")
+    if isinstance(dist, optuna.distributions.IntDistribution) and kept == tuple(range(kept[0], kept[-1] + 1)):
+        return optuna.distributions.IntDistribution(kept[0], kept[-1])
+    return optuna.distributions.CategoricalDistribution(kept)
+
+
+def _values_of(dist: optuna.distributions.BaseDistribution) -> list:
+    if isinstance(dist, optuna.distributions.CategoricalDistribution):
+        return list(dist.choices)
+    return list(range(dist.low, dist.high + 1))
+
+
+def _suggest_slot(trial: optuna.trial.BaseTrial, slot: KernelSlot, grid=()) -> SlotConfig:
+    d = _slot_distributions(slot, grid)
 
     def ask(name: str):
         return _suggest(trial, name, d[name])
@@ -322,16 +393,13 @@ def _suggest_slot(trial: optuna.trial.BaseTrial, slot: KernelSlot) -> SlotConfig
     )
 
 
-def _legal_slot_configs(slot: KernelSlot) -> Iterable[SlotConfig]:
-    dists = _slot_distributions(slot)
+def _legal_slot_configs(slot: KernelSlot, grid=()) -> Iterable[SlotConfig]:
+    dists = _slot_distributions(slot, grid)
     names = list(dists)
-    values = [
-        d.choices if isinstance(d, optuna.distributions.CategoricalDistribution) else range(d.low, d.high + 1)
-        for d in dists.values()
-    ]
+    values = [_values_of(d) for d in dists.values()]
     seen = set()
     for combo in itertools.product(*values):
-        cfg = _suggest_slot(optuna.trial.FixedTrial(dict(zip(names, combo))), slot)
+        cfg = _suggest_slot(optuna.trial.FixedTrial(dict(zip(names, combo))), slot, grid)
         if cfg not in seen and not slot_violations(slot, cfg):
             seen.add(cfg)  # persistent configs ignore R0_BLOCK/num_stages: one entry each
             yield cfg
@@ -346,7 +414,7 @@ def _suggest(trial: optuna.trial.BaseTrial, name: str, dist: optuna.distribution
 def params_of(config: TrialConfig, space: SearchSpace) -> dict[str, Any]:
     """Inverse of ``suggest``: the Optuna params that reproduce ``config`` (for enqueue_trial)."""
     params: dict[str, Any] = {}
-    for field in space.tunable_flags:
+    for field in space._flag_choice_params():
         params[f"graph.{field}"] = getattr(config.flags, field)
     for key, cfg in config.slots:
         params.update(_slot_params(key, cfg))

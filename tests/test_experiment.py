@@ -16,6 +16,10 @@ def test_committed_experiments_load():
     assert quack.shapes[0] == Shape(32768, 256) and Shape(8192, 262144) in quack.shapes
     assert list(quack.shapes) == list(experiment.quack_shapes())
     assert quack.storage_url == "sqlite:///db/quack.sqlite"
+    sweep = experiment.load("experiments/sweep_fwd.yaml")
+    assert dict(sweep.grid)["log2_num_warps"] == (1, 2, 3, 4, 5) and sweep.storage_url == "sqlite:///db/sweeps.sqlite"
+    for name in ("sweep_bwd", "sweep_bwd_wide"):
+        assert experiment.load(f"experiments/{name}.yaml").grid
     llm = experiment.load("experiments/llm.yaml")
     assert len(llm.shapes) == 10 and set(llm.dtypes) == {"bf16"}
     assert len(llm.problems()) == 10 * len(llm.kernels)
@@ -36,6 +40,11 @@ def test_committed_experiments_load():
         ("kernels: [rmsnorm_fwd\n", "not valid YAML at line"),
         ("- just\n- a list\n", "must be a YAML mapping"),
         ("kernels: []\nshapes: [1x2]\ndtypes: [bf16]\n", "'kernels' is empty"),
+        ("kernels: [rmsnorm_fwd]\nshapes: [1x2]\ndtypes: [bf16]\ngrid: {warps: [4]}\n", "unknown grid field 'warps'"),
+        ("kernels: [rmsnorm_fwd]\nshapes: [1x2]\ndtypes: [bf16]\ngrid: {log2_XBLOCK: []}\n", "non-empty list"),
+        ("kernels: [rmsnorm_fwd]\nshapes: [1x2]\ndtypes: [bf16]\ngrid: {persistent: [1]}\n", "takes true/false"),
+        ("kernels: [rmsnorm_fwd]\nshapes: [1x2]\ndtypes: [bf16]\ngrid: {num_stages: [true]}\n", "takes integers"),
+        ("kernels: [rmsnorm_fwd]\nshapes: [1x2]\ndtypes: [bf16]\ngrid: [1, 2]\n", "'grid' must be a mapping"),
     ],
 )
 def test_bad_files_give_one_clear_message(tmp_path, text, message):

@@ -108,3 +108,27 @@ def test_replayed_study_reproduces_the_recording(recording, tmp_path):
     (study,) = store.studies()
     replayed = {_key(t.config_json): t.time_ms for t in store.trials(study.id) if t.outcome == Outcome.OK}
     assert replayed == {_key(r.config_json): r.time_ms for r in recorded}
+
+
+def test_sweep_replayed_from_the_recorded_sweep_measures_its_whole_grid_once(tmp_path):
+    """`sweep` on the committed H200 sweep: every legal config of the sub-grid, each exactly once."""
+    shutil.copy("db/sweeps.sqlite", tmp_path / "sweeps.sqlite")
+    source = f"sqlite:///{tmp_path}/sweeps.sqlite"
+    base = experiment.load("experiments/sweep_fwd.yaml")
+    exp = dataclasses.replace(
+        base, kernels=("rmsnorm_fwd",), shapes=(Shape(32768, 1024),), sweep=True, trials=10**9, sampler="grid",
+        storage=f"sqlite:///{tmp_path}/run.sqlite", trial_timeout_s=10,
+    )
+    store = Store(exp.storage_url)
+    with WorkerPool(0, 2, 10, lock_dir=str(tmp_path), backend=BackendSpec("replay", source)) as pool:
+        Tuner(exp, pool, store).run()
+    (study,) = store.studies()
+    assert study.name.endswith("/replay/sweep") and study.sampler == "sweep"
+    records = store.trials(study.id)
+    configs = [_key(t.config_json) for t in records if not t.inductor_default]
+    from inductor_tune.space import SearchSpace
+
+    space = SearchSpace.from_json(study.space_json)
+    assert dict(space.grid) == {k: tuple(v) for k, v in exp.grid}
+    assert sorted(configs) == sorted(_key(c.to_json()) for c in space.enumerate())
+    assert all(t.outcome == Outcome.OK for t in records)

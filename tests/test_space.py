@@ -115,3 +115,44 @@ def test_enumerate_lists_each_legal_config_once():
     # Structures of flags that are not searched (identical kernels) are not enumerated twice.
     both = SearchSpace(((DEFAULT_FLAGS, (FWD,)), (GraphFlags(False, True), (FWD,)))).enumerate()
     assert len(both) == len(configs)
+
+
+GRID = {"persistent": [False], "log2_XBLOCK": [0, 1], "log2_R0_BLOCK": [10, 12], "log2_num_warps": [2, 3, 4],
+        "num_stages": [1]}
+
+
+def test_sub_grid_narrows_enumeration_and_sampling():
+    full = SearchSpace(((DEFAULT_FLAGS, (FWD,)),))
+    narrowed = full.with_grid(GRID)
+    configs = narrowed.enumerate()
+    assert len(configs) == 2 * 2 * 3  # every combination here is legal for FWD
+    assert {c.slots[0][1].R0_BLOCK for c in configs} == {1024, 4096}
+    dists = narrowed.distributions()
+    # A contiguous exponent range stays an ordinal IntDistribution; a gapped one becomes categorical.
+    assert dists[f"{FWD.key}.log2_num_warps"] == optuna.distributions.IntDistribution(2, 4)
+    assert dists[f"{FWD.key}.log2_R0_BLOCK"] == optuna.distributions.CategoricalDistribution((10, 12))
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for _ in range(30):
+        assert narrowed.suggest(study.ask()) in configs
+    assert SearchSpace.from_json(narrowed.to_json()) == narrowed
+    # Databases written before sub-grids existed store the bare list of structures.
+    assert json.loads(full.to_json())[0]["slots"][0]["key"] == FWD.key
+    assert SearchSpace.from_json(full.to_json()) == full
+
+
+def test_sub_grid_can_pin_a_graph_flag():
+    pinned = SPACE.with_grid({"mix_order_reduction": [False], "persistent": [False], "log2_XBLOCK": [0],
+                              "log2_R0_BLOCK": [10], "log2_num_warps": [3], "num_stages": [1]})
+    configs = pinned.enumerate()
+    assert configs and all(c.flags == GraphFlags(True, False) for c in configs)
+    assert {k for k, _ in configs[0].slots} == {DX.key, DW.key}
+    assert "graph.mix_order_reduction" not in pinned.distributions()
+
+
+@pytest.mark.parametrize(
+    "grid, fragment",
+    [({"warps": [1]}, "unknown grid field"), ({"log2_R0_BLOCK": [20]}, "leaves fw.red.x32768.r4096.log2_R0_BLOCK")],
+)
+def test_bad_sub_grids_are_refused(grid, fragment):
+    with pytest.raises(ValueError, match=fragment.replace(".", r"\.")):
+        SearchSpace(((DEFAULT_FLAGS, (FWD,)),)).with_grid(grid)
