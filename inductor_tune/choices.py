@@ -25,7 +25,7 @@ from unittest import mock
 
 import torch
 
-from .space import KernelSlot, TrialConfig, slot_key
+from .space import KernelSlot, SlotConfig, TrialConfig, slot_key
 
 log = logging.getLogger(__name__)
 
@@ -126,16 +126,8 @@ class TrialChoices(_choices_base()):
         cfg = None if plan.config.inductor_default else plan.config.slot_map().get(key)
         if cfg is None:
             return kernel_kwargs
-        from torch._inductor.codegen.triton import FixedTritonConfig
-
-        fixed = cfg.fixed_config()
-        plan.forced[key] = fixed
-        kernel_kwargs = dict(kernel_kwargs)
-        kernel_kwargs["fixed_config"] = FixedTritonConfig(fixed)
-        kernel_kwargs["override_cooperative_reduction"] = False
-        if not mix:  # Inductor asserts the mix-order kernel is persistent; it is forced already
-            kernel_kwargs["override_persistent_reduction"] = cfg.persistent
-        return kernel_kwargs
+        plan.forced[key] = cfg.fixed_config()
+        return force_config(kernel_kwargs, cfg, mix)
 
     def _default_persistent(self, features) -> bool:
         try:
@@ -143,6 +135,18 @@ class TrialChoices(_choices_base()):
         except Exception as exc:  # recorded, not fatal: the flag only annotates the slot
             log.debug("could not evaluate Inductor's persistent decision: %s", exc)
             return False
+
+
+def force_config(kernel_kwargs: dict[str, Any], cfg: SlotConfig, mix_order: bool) -> dict[str, Any]:
+    """The TritonKernel kwargs that make Inductor emit ``cfg`` (also used by installed heuristics)."""
+    from torch._inductor.codegen.triton import FixedTritonConfig
+
+    kernel_kwargs = dict(kernel_kwargs)
+    kernel_kwargs["fixed_config"] = FixedTritonConfig(cfg.fixed_config())
+    kernel_kwargs["override_cooperative_reduction"] = False
+    if not mix_order:  # Inductor asserts the mix-order kernel is persistent; it is forced already
+        kernel_kwargs["override_persistent_reduction"] = cfg.persistent
+    return kernel_kwargs
 
 
 def install() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -15,6 +16,9 @@ NO_GPU = (
     "with `inductor-tune show db/quack.sqlite`, replay them with `--replay db/quack.sqlite`, or run the "
     "tests with `bash .ci/run`."
 )
+
+
+SWEEP_TRIALS = 10**9  # a sweep ends when its grid is exhausted
 
 
 class CliError(Exception):
@@ -32,27 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("gpus", help="fingerprint of each visible GPU (name, SMs, capability, memory, versions)")
 
     t = sub.add_parser("tune", help="run (or resume) the tuning studies of an experiment on the local GPU")
-    t.add_argument("experiment", help="experiment YAML, e.g. experiments/quack.yaml")
-    t.add_argument("--kernels", help="comma-separated kernel names (overrides the file)")
-    t.add_argument("--shapes", help="comma-separated MxN shapes, e.g. 32768x4096,8192x65536")
-    t.add_argument("--dtypes", help="comma-separated dtypes: bf16, fp16, fp32")
-    t.add_argument("--trials", type=int, help="measured trials per study, Inductor's default included")
-    t.add_argument("--timeout", type=float, dest="timeout_s", help="wall-time budget per study, seconds")
-    t.add_argument("--trial-timeout", type=float, dest="trial_timeout_s", help="kill a trial after this many seconds")
-    t.add_argument("--sampler", help="tpe (default), random, grid, cmaes or gp")
-    t.add_argument("--storage", help="SQLAlchemy URL (default sqlite:///db/<experiment>.sqlite)")
-    t.add_argument("--gpu", type=int, default=0, help="CUDA device index to tune on (default 0)")
-    t.add_argument(
-        "--gpus", help="comma-separated device indices: one tune process per GPU, sharing the study set (e.g. 0,1)"
+    _run_arguments(t, sampled=True)
+    w = sub.add_parser(
+        "sweep", help="measure every legal config of the experiment's space or its declared sub-grid ('grid:' "
+        "in the YAML), in sweep studies of their own (for replay and search-strategy benchmarks)",
     )
-    t.add_argument("--seed", type=int, help="sampler seed (combined with each study's name)")
-    t.add_argument("--workers", type=int, help="compile/measure worker processes (default: CPU cores - 1)")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar")
-    t.add_argument(
-        "--replay", metavar="DB",
-        help="answer trials from the measurements recorded in DB instead of the GPU (no GPU needed); "
-        "results are labelled replayed and stored in studies of their own",
-    )
+    _run_arguments(w, sampled=False)
 
     s = sub.add_parser("show", help="per study: Inductor default vs best found, GB/s, %% of ceiling, speedup")
     s.add_argument("db", help="SQLite file or SQLAlchemy URL")
@@ -65,7 +54,64 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("db", help="SQLite file or SQLAlchemy URL")
     r.add_argument("--gpu", help="only studies whose GPU name or fingerprint contains this")
     r.add_argument("--out", help="output folder (default reports/<database name>/)")
+
+    d = sub.add_parser("distill", help="distil one GPU's studies into per-kernel-kind rules (a heuristic YAML file)")
+    d.add_argument("db", nargs="+", help="SQLite files or SQLAlchemy URLs")
+    d.add_argument("--gpu", required=True, help="GPU fingerprint or (part of its) name, e.g. H200")
+    d.add_argument("--out", help="heuristic file to write (default heuristics/<gpu>.yaml)")
+    d.add_argument("--min-coverage", type=float, default=0.5,
+                   help="fraction of a size group's shapes a rule's config must have been measured at (default 0.5)")
+    d.add_argument("--min-shapes", type=int, default=2,
+                   help="fewest measured shapes a rule may rest on (default 2)")
+
+    v = sub.add_parser(
+        "validate", help="measure a heuristic file on the GPU against Inductor's default, the best found and peers",
+    )
+    v.add_argument("heuristics", help="heuristic YAML written by `distill`")
+    which = v.add_mutually_exclusive_group(required=True)
+    which.add_argument("--suite", help="experiment name or YAML whose shapes to use, e.g. quack")
+    which.add_argument("--shapes", help="comma-separated MxN shapes (any, seen by a study or not)")
+    v.add_argument("--kernels", help="comma-separated kernels (default: the suite's, else the five tuned ones)")
+    v.add_argument("--dtypes", help="comma-separated dtypes (default: the suite's, else bf16)")
+    v.add_argument("--db", help="comma-separated databases with studies for the per-shape best found "
+                   "(default: the heuristic file's provenance databases)")
+    v.add_argument("--storage", default="db/validation.sqlite", help="where validation records go "
+                   "(default db/validation.sqlite)")
+    v.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
+    v.add_argument("--gpu", type=int, default=0, help="CUDA device index (default 0)")
+    v.add_argument("--workers", type=int, help="worker processes (default: min(problems, 8))")
+    v.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    pa = sub.add_parser("patch", help="unified diff that builds a heuristic file's rules into Inductor's sources")
+    pa.add_argument("heuristics", help="heuristic YAML written by `distill`")
+    pa.add_argument("--out", help="patch file to write (default patches/<gpu>-torch<version>.patch)")
+    pa.add_argument("--torch-root", help="folder holding the torch/ sources to diff against (default: installed torch)")
     return p
+
+
+def _run_arguments(t: argparse.ArgumentParser, sampled: bool) -> None:
+    t.add_argument("experiment", help="experiment YAML, e.g. experiments/quack.yaml")
+    t.add_argument("--kernels", help="comma-separated kernel names (overrides the file)")
+    t.add_argument("--shapes", help="comma-separated MxN shapes, e.g. 32768x4096,8192x65536")
+    t.add_argument("--dtypes", help="comma-separated dtypes: bf16, fp16, fp32")
+    if sampled:
+        t.add_argument("--trials", type=int, help="measured trials per study, Inductor's default included")
+        t.add_argument("--sampler", help="tpe (default), random, grid, cmaes or gp")
+        t.add_argument("--seed", type=int, help="sampler seed (combined with each study's name)")
+    t.add_argument("--timeout", type=float, dest="timeout_s", help="wall-time budget per study, seconds")
+    t.add_argument("--trial-timeout", type=float, dest="trial_timeout_s", help="kill a trial after this many seconds")
+    t.add_argument("--storage", help="SQLAlchemy URL (default sqlite:///db/<experiment>.sqlite)")
+    t.add_argument("--gpu", type=int, default=0, help="CUDA device index to tune on (default 0)")
+    t.add_argument(
+        "--gpus", help="comma-separated device indices: one process per GPU, sharing the study set (e.g. 0,1)"
+    )
+    t.add_argument("--workers", type=int, help="compile/measure worker processes (default: CPU cores - 1)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument(
+        "--replay", metavar="DB",
+        help="answer trials from the measurements recorded in DB instead of the GPU (no GPU needed); "
+        "results are labelled replayed and stored in studies of their own",
+    )
 
 
 def _storage_url(text: str) -> str:
@@ -128,11 +174,15 @@ def cmd_tune_gpus(args, gpus: list[int]) -> int:
 def cmd_tune(args) -> int:
     from . import experiment as experiment_mod
 
+    sweep = args.command == "sweep"
     exp = experiment_mod.with_overrides(
         experiment_mod.load(args.experiment), kernels=args.kernels, shapes=args.shapes, dtypes=args.dtypes,
-        trials=args.trials, timeout_s=args.timeout_s, trial_timeout_s=args.trial_timeout_s, sampler=args.sampler,
-        storage=args.storage and _storage_url(args.storage), seed=args.seed, workers=args.workers,
+        trials=getattr(args, "trials", None), timeout_s=args.timeout_s, trial_timeout_s=args.trial_timeout_s,
+        sampler="grid" if sweep else args.sampler, storage=args.storage and _storage_url(args.storage),
+        seed=getattr(args, "seed", None), workers=args.workers,
     )
+    if sweep:  # every legal config: no trial budget
+        exp = dataclasses.replace(exp, sweep=True, trials=SWEEP_TRIALS)
     import torch
 
     from .choices import check_torch_supported
@@ -152,7 +202,7 @@ def cmd_tune(args) -> int:
     else:
         backend = BackendSpec()
         if not torch.cuda.is_available():
-            raise CliError(NO_GPU.format(cmd="tune"))
+            raise CliError(NO_GPU.format(cmd=args.command))
         for gpu in _gpu_list(args.gpus) if args.gpus else [args.gpu]:
             if not 0 <= gpu < torch.cuda.device_count():
                 raise CliError(f"GPU {gpu} does not exist: {torch.cuda.device_count()} GPU(s) visible")
@@ -171,7 +221,8 @@ def cmd_tune(args) -> int:
              n_workers, exp.storage_url)
     start = time.monotonic()
     with WorkerPool(args.gpu, n_workers, exp.trial_timeout_s, backend=backend) as pool, tqdm(
-        total=len(problems) * exp.trials, disable=args.no_progress, unit="trial", desc="tuning"
+        total=None if sweep else len(problems) * exp.trials, disable=args.no_progress, unit="trial",
+        desc="sweeping" if sweep else "tuning",
     ) as bar:
         tuner = Tuner(exp, pool, store, progress=bar)
         names = tuner.run()
@@ -182,7 +233,8 @@ def cmd_tune(args) -> int:
     from .show import render, study_rows
 
     print(render([r for r in study_rows(store) if any(n.startswith(f"{r.kernel}/{r.shape}/{r.dtype}@") for n in names)]))
-    print(f"search throughput: {tuner.measured} trials in {tuner.measure_wall_s:.0f} s = {rate:.2f} trials/s")
+    print(f"search throughput: {tuner.measured} trials in {tuner.measure_wall_s:.0f} s = {rate:.2f} trials/s "
+          f"(the parent sampled and recorded for {tuner.parent_busy_s:.0f} s of it)")
     for line in tuner.failed:
         print(f"inductor-tune: {line}", file=sys.stderr)
     return 1 if tuner.failed else 0
@@ -219,19 +271,160 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _write_atomic(path: str, text: str) -> None:
+    """Replace ``path`` only with a complete file: write beside it, then rename."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".inductor-tune-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+DEFAULT_VALIDATE_KERNELS = "rmsnorm_fwd,rmsnorm_bwd,layernorm_fwd,layernorm_bwd,softmax_fwd"
+
+
+def cmd_validate(args) -> int:
+    from . import experiment as experiment_mod
+    from .evaluate import Problem
+    from .heuristics import HeuristicsError, load
+    from .records import TimingSpec
+    from .store import Store, check_url
+
+    try:
+        heur = load(args.heuristics)
+    except (HeuristicsError, OSError) as exc:
+        raise CliError(str(exc)) from None
+    if args.rounds < 2:
+        raise CliError("--rounds must be at least 2 (the spread needs two rounds)")
+    if args.suite:
+        path = args.suite if os.path.exists(args.suite) else os.path.join("experiments", f"{args.suite}.yaml")
+        suite = experiment_mod.load(path)
+        kernels = experiment_mod.parse_kernels(args.kernels) if args.kernels else suite.kernels
+        shapes, dtypes = suite.shapes, experiment_mod.parse_dtypes(args.dtypes) if args.dtypes else suite.dtypes
+    else:
+        kernels = experiment_mod.parse_kernels(args.kernels or DEFAULT_VALIDATE_KERNELS)
+        shapes = experiment_mod.parse_shapes(args.shapes)
+        dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
+    dbs = args.db.split(",") if args.db else list(heur.provenance.get("databases", []))
+    db_urls = [_storage_url(d) for d in dbs]
+    for url in db_urls:
+        check_url(url, create=False)
+    storage = _storage_url(args.storage)
+    check_url(storage, create=True)
+    import torch
+
+    if not torch.cuda.is_available():
+        raise CliError(NO_GPU.format(cmd="validate"))
+    from tqdm import tqdm
+
+    from .validate import render, run_validation
+    from .workers import WorkerPool
+
+    problems = [Problem(k, s, d) for k in kernels for d in dtypes for s in shapes]
+    # Each worker holds every variant of its problem compiled and captured at once (see validate.py).
+    largest = max(p.shape.rows * p.shape.cols * (4 if p.dtype == "fp32" else 2) for p in problems)
+    fit = int(0.85 * torch.cuda.get_device_properties(args.gpu).total_memory // (1.5 * 2**30 + 24 * largest))
+    workers = args.workers or max(1, min(len(problems), 8, fit, (os.cpu_count() or 2) - 1))
+    store = Store(storage, create=True)
+    with WorkerPool(args.gpu, workers, 900) as pool, tqdm(
+        total=len(problems), disable=args.no_progress, unit="shape", desc="validating"
+    ) as bar:
+        if pool.fingerprint["sm_count"] != heur.gpu.sm_count or pool.fingerprint["compute_capability"] != (
+            f"{heur.gpu.cc // 10}.{heur.gpu.cc % 10}"
+        ):
+            raise CliError(f"{args.heuristics} is for {heur.gpu.name}; GPU {args.gpu} is {pool.fingerprint['name']}")
+        try:
+            rows = run_validation(args.heuristics, problems, pool, store, db_urls, args.rounds, TimingSpec(), bar)
+        except RuntimeError as exc:
+            raise CliError(str(exc)) from None
+    print(render(rows))
+    print(f"records stored in {storage}")
+    regressed = [f"{r.kernel} {r.shape}" for r in rows if r.regressed]
+    if regressed:
+        print(f"inductor-tune: heuristics regress against Inductor's default beyond noise at: {', '.join(regressed)}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_distill(args) -> int:
+    from .distill import DistillError, FitParams, distill
+    from .heuristics import dump
+
+    if not 0 <= args.min_coverage <= 1 or args.min_shapes < 1:
+        raise CliError("--min-coverage must lie in [0, 1] and --min-shapes be at least 1")
+    for db in args.db:
+        if "://" not in db and not os.path.exists(db):
+            raise CliError(f"no database at {db}")
+    params = FitParams(min_coverage=args.min_coverage, min_shapes=args.min_shapes)
+    try:
+        heur = distill([_storage_url(db) for db in args.db], args.gpu, params, names=args.db)
+    except DistillError as exc:
+        raise CliError(str(exc)) from None
+    out = args.out or os.path.join("heuristics", f"{heur.gpu.name.split()[-1].lower()}.yaml")
+    try:
+        dump(heur, out)
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
+    changing = sum(r.config is not None for r in heur.rules)
+    print(f"wrote {out}: {len(heur.rules)} rules ({changing} change Inductor's config) for {heur.gpu.fingerprint}")
+    for rule in heur.rules:
+        ev = rule.evidence
+        gain = f"  gain {ev.gain_geomean:.3f} [{ev.gain_min:.3f}-{ev.gain_max:.3f}], noise {ev.noise:.3f}" \
+            if rule.config is not None else ""
+        print(f"  {rule.describe()}{gain}")
+    for scheme, result in heur.holdout.items():
+        if isinstance(result, dict) and "summary" in result:
+            s = result["summary"]["all"]
+            print(f"held out ({scheme}): {s['shapes']} shapes: {s['measured']} measured, {s['unmeasured']} "
+                  f"unmeasured, {s['keep_default']} keep default, {s['no_rule']} no rule; geomean speedup "
+                  f"{s['geomean_speedup']:.3f} where known (best found there {s['oracle_geomean_same_shapes']:.3f})")
+    return 0
+
+
+def cmd_patch(args) -> int:
+    from .heuristics import load
+    from .patch import default_out, generate, installed_torch_root
+
+    heur = load(args.heuristics)
+    text, version = generate(heur, args.torch_root)
+    out = args.out or default_out(heur, version)
+    try:
+        _write_atomic(out, text)
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
+    root = args.torch_root or installed_torch_root()
+    print(f"wrote {out} against torch {version} ({len(heur.table().rules)} config rules for {heur.gpu.name})")
+    print(f"check: cd {root} && git apply --check {os.path.abspath(out)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose + 1, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from .choices import UnsupportedTorch
     from .experiment import ExperimentError
+    from .heuristics import HeuristicsError
+    from .patch import PatchError
     from .store import StoreError
 
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    handlers = {"gpus": cmd_gpus, "tune": cmd_tune, "show": cmd_show, "report": cmd_report}
+    handlers = {
+        "gpus": cmd_gpus, "tune": cmd_tune, "sweep": cmd_tune, "show": cmd_show, "report": cmd_report,
+        "distill": cmd_distill, "patch": cmd_patch, "validate": cmd_validate,
+    }
     try:
         return handlers[args.command](args)
-    except (CliError, ExperimentError, StoreError, UnsupportedTorch) as exc:
+    except (CliError, ExperimentError, StoreError, UnsupportedTorch, HeuristicsError, PatchError) as exc:
         print(f"inductor-tune: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -82,3 +82,29 @@ def generate(
             if not plan.sources:
                 raise
     return plan
+
+
+def generate_sources(
+    fn: Callable[..., object], inputs: list[tuple[tuple[int, ...], torch.dtype]], major: int = 9, sm_count: int = 132
+) -> list[str]:
+    """Inductor's wrapper code for ``fn`` with whatever choices hook is configured (no tuning plan)."""
+    import torch._inductor.config as inductor_config
+    from torch._guards import TracingContext, tracing
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.graph import GraphLowering
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    sources: list[str] = []
+    with fake_cuda(major, sm_count), inductor_config.patch(force_disable_caches=True, compile_threads=1), \
+            mock.patch.object(GraphLowering, "save_output_code", staticmethod(sources.append)):
+        fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        with fake_mode:
+            args = [torch.empty(shape, device="cuda", dtype=dtype) for shape, dtype in inputs]
+        gm = torch.fx.symbolic_trace(fn)
+        try:
+            with tracing(TracingContext(fake_mode)):
+                compile_fx(gm, args)
+        except Exception:
+            if not sources:  # as in generate(): only the final wrapper load may fail
+                raise
+    return sources

@@ -20,7 +20,7 @@ from sqlalchemy import orm
 
 from .records import Measurement, Outcome
 
-SCHEMA_VERSION = 2  # 2: it_lease
+SCHEMA_VERSION = 3  # 2: it_lease; 3: it_validation
 
 
 class StoreError(RuntimeError):
@@ -74,6 +74,24 @@ class Study(Base):
     replayed: orm.Mapped[bool] = orm.mapped_column(default=False)  # measurements replayed, not taken
     created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
     gpu: orm.Mapped[Gpu] = orm.relationship()
+
+
+class ValidationRecord(Base):
+    """One `inductor-tune validate` measurement of one problem: every variant's rounds, as JSON."""
+
+    __tablename__ = "it_validation"
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    gpu_id: orm.Mapped[int] = orm.mapped_column(sa.ForeignKey("it_gpu.id"))
+    heuristics_path: orm.Mapped[str] = orm.mapped_column(sa.String(400))
+    heuristics_digest: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    kernel: orm.Mapped[str] = orm.mapped_column(sa.String(60))
+    rows: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    cols: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    dtype: orm.Mapped[str] = orm.mapped_column(sa.String(10))
+    regressed: orm.Mapped[bool]
+    result_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # times per round, errors, notes, configs
+    timing_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
 
 
 class TrialRecord(Base):
@@ -233,6 +251,17 @@ class Store:
             session.close()
 
     # -- writes -----------------------------------------------------------------------------
+
+    def add_validation(self, **fields: Any) -> int:
+        with self.session() as s:
+            record = ValidationRecord(**fields)
+            s.add(record)
+            s.flush()
+            return record.id
+
+    def validations(self) -> list[ValidationRecord]:
+        with self.session() as s:
+            return list(s.scalars(sa.select(ValidationRecord).order_by(ValidationRecord.id)))
 
     def upsert_gpu(self, fingerprint_key: str, info: dict[str, Any], ceiling_gbps: float) -> int:
         for attempt in range(2):  # another process may insert the same GPU between select and insert

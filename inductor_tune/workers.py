@@ -106,6 +106,10 @@ class GpuBackend:
         if task.kind == "remeasure":
             configs = [TrialConfig.from_json(p) for p in task.payload["configs"]]
             return evaluate.remeasure(self.state, configs, task.timing, task.payload["rounds"], self.lock)
+        if task.kind == "validate":
+            from .validate import measure_variants
+
+            return measure_variants(self.state, task.payload, task.timing, self.lock)
         raise ValueError(f"unknown task kind {task.kind!r}")
 
     def release(self) -> None:
@@ -156,23 +160,27 @@ def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int
             continue
         try:
             result: Any = backend.run(task)
-            conn.send(("result", task.task_id, result))
+            message: tuple = ("result", task.task_id, result)
             # A CUDA error leaves the context unusable; a fresh worker replaces this one.
             poisoned = task.kind == "trial" and result.outcome == Outcome.CRASH
             result = None
         except Exception as exc:
             outcome = classify_exception(exc)
-            conn.send(("error", task.task_id, (outcome, short_reason(exc), traceback.format_exc())))
+            message = ("error", task.task_id, (outcome, short_reason(exc), traceback.format_exc()))
             poisoned = outcome == Outcome.CRASH
-        if poisoned:
+        exit_code = CRASH_EXIT_CODE if poisoned else None
+        if not poisoned:
+            leaked = backend.leaked_bytes()
+            if leaked > LEAK_LIMIT_BYTES:
+                # Live tensors nobody should hold: start afresh rather than starve the other workers.
+                log.warning("recycling: %.1f GiB still allocated after the task", leaked / 2**30)
+                exit_code = RECYCLE_EXIT_CODE
+        # The parent learns with the result that this worker is leaving, so it never hands the
+        # next task to a process that is about to exit.
+        conn.send(message + (exit_code,))
+        if exit_code is not None:
             conn.close()
-            os._exit(CRASH_EXIT_CODE)
-        leaked = backend.leaked_bytes()
-        if leaked > LEAK_LIMIT_BYTES:
-            # Live tensors nobody should hold: start afresh rather than starve the other workers.
-            log.warning("recycling: %.1f GiB still allocated after the task", leaked / 2**30)
-            conn.close()
-            os._exit(RECYCLE_EXIT_CODE)
+            os._exit(exit_code)
 
 
 @dataclasses.dataclass
@@ -297,11 +305,13 @@ class WorkerPool:
             i = conns[conn]
             slot = self._slots[i]
             try:
-                kind, task_id, payload = conn.recv()
+                kind, task_id, payload, leaving = conn.recv()
             except (EOFError, OSError):
                 done.append((slot.task, self._replace(i, Outcome.CRASH, self._death_reason(slot))))
                 continue
             task, slot.task = slot.task, None
+            if leaving is not None:
+                self._replace(i, None, self._death_reason(slot))
             if kind == "error":
                 outcome, reason, detail = payload
                 log.debug("task %s failed in worker:\n%s", task_id, detail)

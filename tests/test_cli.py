@@ -24,7 +24,7 @@ def one_error_line(stderr: str) -> str:
 def test_help_lists_every_command():
     code, out, _ = run("--help")
     assert code == 0
-    for command in ("gpus", "tune", "show"):
+    for command in ("gpus", "tune", "sweep", "show"):
         assert command in out
     code, out, _ = run("tune", "--help")
     for flag in ("--kernels", "--shapes", "--dtypes", "--trials", "--timeout", "--sampler", "--storage", "--gpu", "--seed"):
@@ -49,6 +49,9 @@ def test_tune_without_gpu_says_so_in_one_line(tmp_path):
     assert not (tmp_path / "x.sqlite").exists()
     code, _, err = run("gpus")
     assert code == 2 and "no CUDA GPU" in one_error_line(err)
+    code, _, err = run("sweep", "experiments/sweep_fwd.yaml", "--storage", f"sqlite:///{tmp_path}/s.sqlite")
+    assert code == 2 and "`sweep` measures on a GPU" in one_error_line(err)
+    assert not (tmp_path / "s.sqlite").exists()
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ import sys
 import time
 
 import optuna
-import pytest
 
 from inductor_tune.records import Outcome
 from inductor_tune.store import Store

@@ -5,8 +5,6 @@ check bookkeeping (budgets, resume, ledgers, verdicts), never performance.
 """
 
 import dataclasses
-import json
-import time
 
 import optuna
 import pytest
@@ -14,7 +12,7 @@ import pytest
 from inductor_tune import experiment
 from inductor_tune.records import Measurement, Outcome
 from inductor_tune.search import Tuner, fingerprint_key, study_name, summarize
-from inductor_tune.space import DEFAULT_FLAGS, KernelSlot, TrialConfig
+from inductor_tune.space import KernelSlot, TrialConfig
 from inductor_tune.store import Store
 from inductor_tune.workers import TaskFailure
 

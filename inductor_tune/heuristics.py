@@ -1,0 +1,562 @@
+"""Distilled heuristic files: format, validation, rule lookup, and installing them into Inductor.
+
+A heuristic file (YAML, written by ``inductor-tune distill``) holds the rules for one GPU model:
+per kernel kind, element size and next_pow2(rnumel)/next_pow2(xnumel) range either a launch config
+or "keep default", each with its evidence, plus the provenance of the studies and the held-out
+results.  ``install`` applies the config rules to every later ``torch.compile`` through
+``config.inductor_choices_class``, only on the GPU model the file was made for.  The lookup runs in
+``torch_rules`` so that a patched torch (``inductor-tune patch``) covers exactly the same kernels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+from . import torch_rules
+from .choices import TrialChoices, force_config
+from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, KernelSlot, SlotConfig, TrialConfig, slot_violations
+
+log = logging.getLogger(__name__)
+
+FORMAT = "inductor-tune-heuristics/1"
+KINDS = ("inner_persistent", "inner_looped", "outer", "mix_order")
+ENV_VAR = "INDUCTOR_TUNE_HEURISTICS"
+ELEMENT_SIZES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+class HeuristicsError(ValueError):
+    """A heuristic file that cannot be used; the message is the one line the user sees."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuSpec:
+    name: str
+    fingerprint: str
+    compute_capability: str  # "9.0"
+    sm_count: int
+    torch: str
+    triton: str
+
+    @property
+    def cc(self) -> int:
+        major, minor = self.compute_capability.split(".")
+        return int(major) * 10 + int(minor)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What the rule rests on, measured on the fitting shapes of its range (in-sample)."""
+
+    shapes: tuple[str, ...] = ()
+    measured: tuple[str, ...] = ()  # shapes where the rule's config was measured
+    unmeasured: tuple[str, ...] = ()  # shapes where it never was (to re-measure on the GPU)
+    gain_geomean: float | None = None  # speedup over Inductor's default, where measured
+    gain_min: float | None = None
+    gain_max: float | None = None
+    noise: float | None = None  # largest measurement noise at those shapes (fraction)
+    worst_regret: float | None = None  # worst ratio of the shape's best time to the rule's time
+    inductor_default: tuple[str, ...] = ()  # what Inductor picks there today
+    candidates: tuple[str, ...] = ()  # promising configs measured at too few shapes: re-measure these
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleSpec:
+    kind: str
+    element_size: int
+    rnumel: tuple[int, int]
+    xnumel: tuple[int, int]
+    config: SlotConfig | None  # None: keep Inductor's default
+    evidence: Evidence = Evidence()
+
+    def matches(self, kind: str, element_size: int | None, rnumel_pow2: int, xnumel_pow2: int) -> bool:
+        return (
+            self.kind == kind and self.element_size == element_size
+            and self.rnumel[0] <= rnumel_pow2 <= self.rnumel[1] and self.xnumel[0] <= xnumel_pow2 <= self.xnumel[1]
+        )
+
+    def describe(self) -> str:
+        what = self.config.describe() if self.config else "keep default"
+        return f"{self.kind} elem={self.element_size}B r={self.rnumel[0]}..{self.rnumel[1]} " \
+               f"x={self.xnumel[0]}..{self.xnumel[1]}: {what}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Heuristics:
+    gpu: GpuSpec
+    rules: tuple[RuleSpec, ...]
+    provenance: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    holdout: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    not_covered: tuple[str, ...] = ()
+
+    def lookup(self, kind: str, element_size: int | None, rnumel: int, xnumel: int) -> RuleSpec | None:
+        """The rule covering a kernel (sizes are rounded up to powers of two, as Inductor's hints are)."""
+        r, x = torch_rules.next_pow2(rnumel), torch_rules.next_pow2(xnumel)
+        return next((rule for rule in self.rules if rule.matches(kind, element_size, r, x)), None)
+
+    def table(self) -> torch_rules.Table:
+        """The config rules as torch_rules consults them (keep-default rules need no entry)."""
+        rules = tuple(
+            torch_rules.Rule(
+                kind=r.kind, element_size=r.element_size, rnumel=tuple(r.rnumel), xnumel=tuple(r.xnumel),
+                persistent=r.config.persistent, XBLOCK=r.config.XBLOCK, num_warps=r.config.num_warps,
+                R0_BLOCK=None if r.config.persistent else r.config.R0_BLOCK,
+                num_stages=1 if r.config.persistent else r.config.num_stages,
+                RSPLIT_SIZE=r.config.RSPLIT_SIZE, NUM_STAGES=r.config.NUM_STAGES,
+            )
+            for r in self.rules if r.config is not None
+        )
+        return torch_rules.Table(self.gpu.name, self.gpu.cc, self.gpu.sm_count, rules)
+
+    def digest(self) -> str:
+        body = json.dumps([dataclasses.asdict(self.gpu), [_rule_dict(r) for r in self.rules]], sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    # -- what validate needs: the TrialConfig these rules force for one problem ----------------
+
+    def rule_for_slot(self, slot: KernelSlot, dtype: str, hint: str | None = None) -> RuleSpec | None:
+        """The rule for a probed kernel slot; non-mix slots need their reduction hint (e.g. "INNER")."""
+        if not slot.mix_order and hint is None:
+            return None
+        kind = torch_rules.kernel_kind(hint or "", torch_rules.next_pow2(slot.rnumel), slot.mix_order)
+        return self.lookup(kind, ELEMENT_SIZES.get(dtype), slot.rnumel, slot.xnumel)
+
+    def trial_config(self, slots: Sequence[KernelSlot], dtype: str, hints: Mapping[str, str] | None = None) -> TrialConfig:
+        """What a compile under ``install`` forces: the config rules' slots, default elsewhere."""
+        forced = []
+        for slot in slots:
+            rule = self.rule_for_slot(slot, dtype, (hints or {}).get(slot.key))
+            if rule is not None and rule.config is not None and not slot_violations(slot, rule.config):
+                forced.append((slot.key, rule.config))
+        return TrialConfig(DEFAULT_FLAGS, tuple(sorted(forced))) if forced else INDUCTOR_DEFAULT
+
+
+def slot_hints(slots: Sequence[KernelSlot], inductor_choice_json: str | None) -> dict[str, str]:
+    """Reduction hint per slot from a default trial's ``inductor_choice_json`` (matched on size hints).
+
+    A slot whose size hints match kernels with different hints gets none (it stays on the default).
+    """
+    if not inductor_choice_json:
+        return {}
+    kernels = json.loads(inductor_choice_json)
+    out = {}
+    for slot in slots:
+        wanted = {"x": torch_rules.next_pow2(slot.xnumel), "r0_": torch_rules.next_pow2(slot.rnumel)}
+        found = {
+            str(k.get("reduction_hint", "")).split(".")[-1] for k in kernels
+            if k.get("size_hints") == wanted and bool((k.get("config") or {}).get("RSPLIT_SIZE")) == slot.mix_order
+        }
+        if len(found) == 1:
+            out[slot.key] = found.pop()
+    return out
+
+
+# -- file format --------------------------------------------------------------------------------
+
+
+def _config_dict(cfg: SlotConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {"persistent": cfg.persistent, "XBLOCK": cfg.XBLOCK, "num_warps": cfg.num_warps}
+    if not cfg.persistent:
+        out.update(R0_BLOCK=cfg.R0_BLOCK, num_stages=cfg.num_stages)
+    if cfg.RSPLIT_SIZE is not None:
+        out.update(RSPLIT_SIZE=cfg.RSPLIT_SIZE, NUM_STAGES=cfg.NUM_STAGES)
+    return out
+
+
+def _rule_dict(rule: RuleSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": rule.kind, "element_size": rule.element_size, "rnumel": list(rule.rnumel),
+        "xnumel": list(rule.xnumel), "action": "config" if rule.config else "keep_default",
+    }
+    if rule.config:
+        out["config"] = _config_dict(rule.config)
+    ev = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(rule.evidence).items()}
+    out["evidence"] = {k: v for k, v in ev.items() if v not in (None, "", [])}
+    return out
+
+
+class _Flow(dict):
+    """A mapping written on one line (configs, hold-out rows): the file stays readable at a glance."""
+
+
+class _FlowList(list):
+    pass
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(
+    _FlowList, lambda dumper, data: dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+)
+
+
+_Dumper.add_representer(
+    _Flow, lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", list(data.items()), flow_style=True)
+)
+
+
+def _flow_rows(holdout: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in holdout.items():
+        if isinstance(value, dict) and isinstance(value.get("shapes"), list):
+            value = dict(value, shapes=[_Flow(row) for row in value["shapes"]])
+        out[key] = value
+    return out
+
+
+def to_yaml(heur: Heuristics) -> str:
+    rules = []
+    for rule in heur.rules:
+        entry = _rule_dict(rule)
+        entry["rnumel"], entry["xnumel"] = _FlowList(entry["rnumel"]), _FlowList(entry["xnumel"])
+        if "config" in entry:
+            entry["config"] = _Flow(entry["config"])
+        rules.append(entry)
+    doc = {
+        "format": FORMAT,
+        "gpu": dataclasses.asdict(heur.gpu),
+        "rules": rules,
+        "not_covered": list(heur.not_covered),
+        "provenance": dict(heur.provenance),
+        "holdout": _flow_rows(heur.holdout),
+    }
+    header = (
+        f"# Distilled reduction-kernel heuristics for {heur.gpu.name} ({heur.gpu.fingerprint}).\n"
+        "# Written by `inductor-tune distill`; every number comes from the studies named under provenance.\n"
+        "# Rules key on next_pow2(rnumel) / next_pow2(xnumel) ranges (inclusive), the kernel kind and the\n"
+        "# smallest element size; `keep_default` means the evidence did not beat Inductor beyond noise.\n"
+    )
+    return header + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=200, default_flow_style=False)
+
+
+def dump(heur: Heuristics, path: str) -> None:
+    """Write atomically: an existing file is replaced only by a complete new one."""
+    text = to_yaml(heur)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".heuristics-", suffix=".yaml", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _need(mapping: Any, key: str, where: str, types) -> Any:
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise HeuristicsError(f"{where}: missing `{key}`")
+    value = mapping[key]
+    types = types if isinstance(types, tuple) else (types,)
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise HeuristicsError(f"{where}: `{key}` must be {' or '.join(t.__name__ for t in types)}, not {value!r}")
+    return value
+
+
+def _pow2_range(value: Any, where: str) -> tuple[int, int]:
+    ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if not ok or not all(v > 0 and v & (v - 1) == 0 for v in value) or value[0] > value[1]:
+        raise HeuristicsError(f"{where}: must be [low, high] powers of two with low <= high, not {value!r}")
+    return value[0], value[1]
+
+
+_CONFIG_KEYS = {"persistent", "XBLOCK", "num_warps", "R0_BLOCK", "num_stages", "RSPLIT_SIZE", "NUM_STAGES"}
+
+
+def _parse_config(data: Any, kind: str, rnumel: tuple[int, int], where: str) -> SlotConfig:
+    if not isinstance(data, dict) or set(data) - _CONFIG_KEYS:
+        raise HeuristicsError(f"{where}: config must be a mapping with keys from {sorted(_CONFIG_KEYS)}")
+    try:
+        cfg = SlotConfig(**data)
+    except TypeError as exc:
+        raise HeuristicsError(f"{where}: {exc}") from None
+    for field in ("XBLOCK", "num_warps", "R0_BLOCK", "RSPLIT_SIZE"):
+        v = getattr(cfg, field)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v & (v - 1)):
+            raise HeuristicsError(f"{where}: {field}={v!r} is not a positive power of two")
+    if not isinstance(cfg.persistent, bool) or cfg.num_warps > 32:
+        raise HeuristicsError(f"{where}: persistent must be true/false and num_warps at most 32")
+    # Check the config against the largest kernel the range admits (the tile limits grow with rnumel).
+    probe = KernelSlot("rule", kind == "mix_order", 1 << 30, rnumel[1], kind == "mix_order", False)
+    reasons = slot_violations(probe, cfg)
+    if kind != "mix_order" and (cfg.RSPLIT_SIZE is not None or cfg.NUM_STAGES is not None):
+        reasons.append("RSPLIT_SIZE/NUM_STAGES only apply to mix_order rules")
+    if reasons:
+        raise HeuristicsError(f"{where}: illegal config: {'; '.join(reasons)}")
+    return cfg
+
+
+def parse(doc: Any, source: str = "heuristics") -> Heuristics:
+    if not isinstance(doc, dict):
+        raise HeuristicsError(f"{source}: not a heuristic file (expected a YAML mapping)")
+    if doc.get("format") != FORMAT:
+        raise HeuristicsError(f"{source}: format is {doc.get('format')!r}, expected {FORMAT!r}")
+    g = _need(doc, "gpu", source, dict)
+    gpu = GpuSpec(
+        name=_need(g, "name", f"{source}: gpu", str), fingerprint=_need(g, "fingerprint", f"{source}: gpu", str),
+        compute_capability=str(_need(g, "compute_capability", f"{source}: gpu", (str, float))),
+        sm_count=_need(g, "sm_count", f"{source}: gpu", int), torch=str(_need(g, "torch", f"{source}: gpu", str)),
+        triton=str(_need(g, "triton", f"{source}: gpu", str)),
+    )
+    try:
+        gpu.cc
+    except ValueError:
+        raise HeuristicsError(f"{source}: gpu: compute_capability {gpu.compute_capability!r} is not like '9.0'") from None
+    rules = []
+    for i, r in enumerate(_need(doc, "rules", source, list)):
+        where = f"{source}: rules[{i}]"
+        kind = _need(r, "kind", where, str)
+        if kind not in KINDS:
+            raise HeuristicsError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
+        element_size = _need(r, "element_size", where, int)
+        if element_size not in (1, 2, 4, 8):
+            raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+        rnumel = _pow2_range(_need(r, "rnumel", where, list), f"{where}: rnumel")
+        xnumel = _pow2_range(_need(r, "xnumel", where, list), f"{where}: xnumel")
+        action = _need(r, "action", where, str)
+        if action not in ("config", "keep_default"):
+            raise HeuristicsError(f"{where}: action {action!r} is neither 'config' nor 'keep_default'")
+        if (action == "config") != ("config" in r):
+            raise HeuristicsError(f"{where}: action {action!r} needs `config` exactly when it is 'config'")
+        cfg = _parse_config(r["config"], kind, rnumel, where) if action == "config" else None
+        ev = r.get("evidence") or {}
+        if not isinstance(ev, dict):
+            raise HeuristicsError(f"{where}: evidence must be a mapping")
+        fields = {f.name for f in dataclasses.fields(Evidence)}
+        evidence = Evidence(**{k: tuple(v) if isinstance(v, list) else v for k, v in ev.items() if k in fields})
+        rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence)
+        for j, other in enumerate(rules):
+            if (other.kind, other.element_size) == (kind, element_size) and _overlap(other.rnumel, rnumel) \
+                    and _overlap(other.xnumel, xnumel):
+                raise HeuristicsError(f"{where}: overlaps rules[{j}] ({other.describe()})")
+        rules.append(rule)
+    return Heuristics(
+        gpu, tuple(rules), provenance=doc.get("provenance") or {}, holdout=doc.get("holdout") or {},
+        not_covered=tuple(doc.get("not_covered") or ()),
+    )
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def load(path: str) -> Heuristics:
+    try:
+        with open(path) as fh:
+            doc = yaml.safe_load(fh)
+    except OSError as exc:
+        raise HeuristicsError(f"cannot read heuristic file {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise HeuristicsError(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    return parse(doc, path)
+
+
+# -- installing into Inductor --------------------------------------------------------------------
+
+_INSTALLED: torch_rules.Table | None = None
+
+
+class HeuristicChoices(TrialChoices):
+    """TrialChoices that, outside a tuning plan, forces the installed rules' configs.
+
+    A tuning plan (``choices.activate_plan``) takes precedence, so the tuner measures what it asks
+    for even in a process where heuristics are installed.
+    """
+
+    def __init__(self, heuristics_digest: str | None = None):
+        super().__init__()
+        self.heuristics_digest = heuristics_digest  # what uuid() reports, so cached graphs match the rules
+
+    def uuid(self) -> str | None:
+        from . import choices
+
+        if choices._ACTIVE is not None or _INSTALLED is None:
+            return super().uuid()
+        return "inductor-tune-heuristics-" + (self.heuristics_digest or hashlib.sha256(repr(_INSTALLED).encode()).hexdigest()[:16])
+
+    def triton_kernel_kwargs(self, kernel_cls, features, groups, kernel_kwargs):
+        from . import choices
+
+        if choices._ACTIVE is not None or _INSTALLED is None:
+            return super().triton_kernel_kwargs(kernel_cls, features, groups, kernel_kwargs)
+        mix = bool(kernel_kwargs.get("mix_order_reduction"))
+        tiling = groups[0] if groups and isinstance(groups[0], dict) else {}
+        if kernel_kwargs.get("fixed_config") is not None or set(tiling) - {"x", "r0_"}:
+            return kernel_kwargs
+        try:
+            rule = torch_rules.rule_for_features(features, mix, _INSTALLED)
+        except Exception as exc:  # a lookup failure must never break a user's compile
+            log.debug("heuristic lookup failed, keeping Inductor's config: %s", exc)
+            return kernel_kwargs
+        if rule is None:
+            return kernel_kwargs
+        if mix:
+            import torch._inductor.config as inductor_config
+
+            # The split was fixed before this hook runs; a mismatch would size the workspace wrongly.
+            if inductor_config.triton.mix_order_reduction_split_size != rule.RSPLIT_SIZE:
+                return kernel_kwargs
+        cfg = SlotConfig(
+            persistent=rule.persistent, XBLOCK=rule.XBLOCK, num_warps=rule.num_warps, R0_BLOCK=rule.R0_BLOCK,
+            num_stages=rule.num_stages, RSPLIT_SIZE=rule.RSPLIT_SIZE, NUM_STAGES=rule.NUM_STAGES,
+        )
+        log.debug("heuristic rule %s -> %s", rule, cfg.describe())
+        return force_config(kernel_kwargs, cfg, mix)
+
+
+def _mix_split_wrapper(original):
+    """Set the split size of one mix-order kernel from the rules (Inductor reads it from config)."""
+
+    @functools.wraps(original)
+    def wrapper(self, node1, node2):
+        import torch._inductor.config as inductor_config
+        from torch._inductor import scheduler
+
+        from . import choices
+
+        table = _INSTALLED
+        split = None
+        if table is not None and choices._ACTIVE is None and inductor_config.triton.mix_order_reduction_split_size is None:
+            try:
+                numel, rnumel = scheduler.MixOrderReduction.get_numel_rnumel(node1)
+                split = torch_rules.mix_order_split_size(node1, numel, rnumel, table)
+            except Exception as exc:
+                log.debug("mix-order split lookup failed, keeping Inductor's split: %s", exc)
+        if split is None:
+            return original(self, node1, node2)
+        with inductor_config.patch({"triton.mix_order_reduction_split_size": split}):
+            return original(self, node1, node2)
+
+    wrapper.__inductor_tune_original__ = original
+    return wrapper
+
+
+def device_matches(heur: Heuristics, props: Any) -> bool:
+    """``props`` is torch.cuda.get_device_properties(i) (or anything with major/minor/SM count)."""
+    cc = getattr(props, "major", -1) * 10 + getattr(props, "minor", 0)
+    return cc == heur.gpu.cc and getattr(props, "multi_processor_count", None) == heur.gpu.sm_count
+
+
+class Installation:
+    """Handle returned by ``install``; a context manager that uninstalls on exit."""
+
+    def __init__(self, heur: Heuristics, active: bool, reason: str):
+        self.heuristics, self.active, self.reason = heur, active, reason
+        self._previous_class = None
+        self._previous_caches = None
+
+    def __enter__(self) -> "Installation":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.uninstall()
+
+    def uninstall(self) -> None:
+        global _INSTALLED
+        if not self.active:
+            return
+        import torch._inductor.config as inductor_config
+        from torch._inductor.codegen.simd import SIMDScheduling
+
+        self.active = False
+        _INSTALLED = None
+        inductor_config.inductor_choices_class = self._previous_class
+        if self._previous_caches is not None:
+            import torch._functorch.config as functorch_config
+
+            inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache = self._previous_caches
+        original = getattr(SIMDScheduling._codegen_mix_order_reduction, "__inductor_tune_original__", None)
+        if original is not None:
+            SIMDScheduling._codegen_mix_order_reduction = original
+        _drop_cached_choices()
+        log.info("inductor_tune heuristics for %s uninstalled", self.heuristics.gpu.name)
+
+
+def _drop_cached_choices() -> None:
+    # Inductor caches its choices object per thread on first use; drop this thread's so the next
+    # compile builds the configured class.  Threads that compiled before keep theirs.
+    from torch._inductor import virtualized
+
+    with contextlib.suppress(AttributeError):
+        delattr(virtualized.threadlocal, virtualized._choices._key)
+
+
+def _current_device_props() -> Any | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_properties(torch.cuda.current_device())
+
+
+def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
+    """Make later torch.compile calls use the file's rules (a no-op, logged, on another GPU)."""
+    global _INSTALLED
+    heur = heuristics if isinstance(heuristics, Heuristics) else load(os.fspath(heuristics))
+    from .choices import check_torch_supported
+
+    check_torch_supported()
+    props = _current_device_props()
+    target = f"{heur.gpu.name} (sm{heur.gpu.cc}, {heur.gpu.sm_count} SMs)"
+    if props is None:
+        reason = f"inductor_tune heuristics for {target} not installed: no CUDA device here"
+    elif not device_matches(heur, props):
+        reason = (
+            f"inductor_tune heuristics for {target} not installed: this device is {props.name} "
+            f"(sm{props.major}{props.minor}, {props.multi_processor_count} SMs); Inductor keeps its defaults"
+        )
+    else:
+        reason = ""
+    if reason:
+        log.warning(reason)
+        return Installation(heur, False, reason)
+    if _INSTALLED is not None:
+        raise HeuristicsError("inductor_tune heuristics are already installed in this process; uninstall first")
+    import torch._inductor.config as inductor_config
+    from torch._inductor.codegen.simd import SIMDScheduling
+
+    handle = Installation(heur, True, "")
+    handle._previous_class = inductor_config.inductor_choices_class
+    if not hasattr(inductor_config, "_cache_config_factory_keys"):
+        import torch._functorch.config as functorch_config
+
+        # Before torch 2.13 the graph caches' keys do not ask the choices factory for its uuid(), so
+        # a graph compiled without the rules could be served from cache: compile afresh instead.
+        handle._previous_caches = (inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache)
+        inductor_config.fx_graph_cache = False
+        functorch_config.enable_autograd_cache = False
+        log.info("this torch: FX-graph and AOTAutograd caches off while the heuristics are installed")
+    _INSTALLED = heur.table()
+    inductor_config.inductor_choices_class = functools.partial(HeuristicChoices, heur.digest())
+    if not hasattr(SIMDScheduling._codegen_mix_order_reduction, "__inductor_tune_original__"):
+        SIMDScheduling._codegen_mix_order_reduction = _mix_split_wrapper(SIMDScheduling._codegen_mix_order_reduction)
+    _drop_cached_choices()
+    n = len(_INSTALLED.rules)
+    log.info("inductor_tune heuristics for %s installed: %d config rules (%s)", target, n, heur.digest())
+    return handle
+
+
+def install_from_env() -> Installation | None:
+    """Install the file named by $INDUCTOR_TUNE_HEURISTICS, if set (unmodified scripts)."""
+    path = os.environ.get(ENV_VAR)
+    if not path:
+        return None
+    try:
+        return install(path)
+    except Exception as exc:  # never break the user's program over its tuning file
+        log.error("%s=%s: not installed: %s", ENV_VAR, path, exc)
+        return None

@@ -1,0 +1,224 @@
+"""Unified diffs that build distilled rules into an installed torch (``inductor-tune patch``).
+
+The patch adds ``torch/_inductor/runtime/distilled_reduction_rules.py`` (the text of
+``inductor_tune.torch_rules`` with the rule table written out, one commented line of evidence per
+rule) and one small hook at each place Inductor makes a decision the rules cover:
+
+* ``choices.py``, ``InductorChoices.should_use_persistent_reduction``: the persistent threshold;
+* ``runtime/triton_heuristics.py``, ``reduction`` and ``persistent_reduction``: the launch config of
+  looped, persistent and fused mix-order kernels;
+* ``codegen/simd.py``, ``_codegen_mix_order_reduction``: the mix-order split size.
+
+Every hook returns to Inductor's own code when the rules module says None, which it does on any GPU
+but the one the rules were measured on.  The hooks are anchored on source snippets checked against
+torch 2.11 and 2.13; a source without them exactly once is refused rather than patched blindly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib.util
+import inspect
+import os
+import re
+
+from . import torch_rules
+from .heuristics import Heuristics
+
+SUPPORTED_TORCH = ((2, 11), (2, 13))
+RULES_PATH = "torch/_inductor/runtime/distilled_reduction_rules.py"
+_HOOK = "# Per-GPU distilled rule (runtime/distilled_reduction_rules.py); None keeps Inductor's own choice."
+
+
+class PatchError(RuntimeError):
+    """A torch tree the generator cannot patch safely; the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Hook:
+    path: str
+    anchor: str  # must occur exactly once; the hook goes right after it
+    code: str
+    what: str
+
+
+HOOKS = (
+    Hook(
+        "torch/_inductor/choices.py",
+        "        if not config.triton.persistent_reductions:\n            return False\n",
+        f"""        {_HOOK}
+        from .runtime.distilled_reduction_rules import persistent_decision
+
+        distilled = persistent_decision(features, cooperative_reduction)
+        if distilled is not None:
+            return distilled
+""",
+        "the persistent_reductions check in InductorChoices.should_use_persistent_reduction",
+    ),
+    Hook(
+        "torch/_inductor/runtime/triton_heuristics.py",
+        "    configs = _reduction_configs(\n        size_hints=size_hints,\n        inductor_meta=inductor_meta,\n"
+        "        triton_meta=triton_meta,\n        num_dynamic=num_dynamic,\n    )\n",
+        f"""    {_HOOK}
+    from .distilled_reduction_rules import looped_config
+
+    if (distilled := looped_config(size_hints, inductor_meta, triton_meta)) is not None:
+        configs = [distilled]
+""",
+        "the _reduction_configs call in reduction()",
+    ),
+    Hook(
+        "torch/_inductor/runtime/triton_heuristics.py",
+        "    configs = _persistent_reduction_configs(\n        size_hints, reduction_hint, inductor_meta, triton_meta\n    )\n",
+        f"""    {_HOOK}
+    from .distilled_reduction_rules import mix_order_config, persistent_config
+
+    if (distilled := persistent_config(size_hints, reduction_hint, inductor_meta, triton_meta)) is not None:
+        configs = [distilled]
+""",
+        "the _persistent_reduction_configs call in persistent_reduction()",
+    ),
+    Hook(
+        "torch/_inductor/runtime/triton_heuristics.py",
+        "        configs = unique_configs(new_configs)\n",
+        """        # The fused mix-order kernel's XBLOCK, NUM_STAGES and warps from the distilled rule.
+        if (distilled := mix_order_config(size_hints, reduction_hint, inductor_meta, triton_meta)) is not None:
+            configs = [distilled]
+""",
+        "the RSPLIT_SIZE (mix-order) block of persistent_reduction()",
+    ),
+    Hook(
+        "torch/_inductor/codegen/simd.py",
+        "            if config.triton.mix_order_reduction_split_size is not None:\n"
+        "                return config.triton.mix_order_reduction_split_size\n",
+        f"""
+            {_HOOK}
+            from ..runtime.distilled_reduction_rules import mix_order_split_size
+
+            distilled = mix_order_split_size(node1, numel, rnumel)
+            if distilled is not None:
+                return distilled
+""",
+        "the split-size override in _codegen_mix_order_reduction",
+    ),
+)
+
+
+def installed_torch_root() -> str:
+    """The folder holding the installed ``torch`` package (found without importing it)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise PatchError("torch is not installed here; pass --torch-root")
+    return os.path.dirname(list(spec.submodule_search_locations)[0])
+
+
+def torch_version(root: str) -> str:
+    try:
+        with open(os.path.join(root, "torch", "version.py")) as fh:
+            found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", fh.read(), re.M)
+    except OSError:
+        found = None
+    if not found:
+        raise PatchError(f"{root} holds no torch/version.py with a __version__; not a torch tree")
+    return found.group(1)
+
+
+def check_version(version: str) -> None:
+    major, minor = (int(v) for v in re.match(r"(\d+)\.(\d+)", version).groups())
+    if (major, minor) not in SUPPORTED_TORCH:
+        known = " and ".join(f"{a}.{b}" for a, b in SUPPORTED_TORCH)
+        raise PatchError(f"torch {version} is not supported: the patch generator knows the Inductor sources of torch {known}")
+
+
+def rules_module(heur: Heuristics, torch_version_text: str) -> str:
+    """torch_rules' source with the heuristic file's config rules as its table."""
+    source = inspect.getsource(torch_rules)
+    table = heur.table()
+    lines = [
+        "TABLE = Table(",
+        f"    gpu={table.gpu!r},",
+        f"    capability={table.capability},  # compute capability {heur.gpu.compute_capability}",
+        f"    sm_count={table.sm_count},",
+        "    rules=(",
+    ]
+    specs = [r for r in heur.rules if r.config is not None]
+    for spec, rule in zip(specs, table.rules):
+        ev = spec.evidence
+        gain = (f"{ev.gain_min:.2f}-{ev.gain_max:.2f}x (geomean {ev.gain_geomean:.2f}x) over Inductor's default at "
+                f"{len(ev.measured)} of {len(ev.shapes)} shapes, noise {100 * (ev.noise or 0):.1f}%"
+                if ev.gain_geomean is not None else "no measured gain recorded")
+        lines.append(f"        # {spec.kind}, rnumel {spec.rnumel[0]}..{spec.rnumel[1]}: {gain}")
+        for default in ev.inductor_default[:2]:
+            lines.append(f"        # Inductor's default there: {default}")
+        fields = ", ".join(
+            f"{f.name}={getattr(rule, f.name)!r}" for f in dataclasses.fields(rule)
+            if getattr(rule, f.name) != f.default or f.default is dataclasses.MISSING
+        )
+        lines.append(f"        Rule({fields}),")
+    lines += ["    ),", ")"]
+    placeholder = 'TABLE = Table(gpu="none", capability=None, sm_count=None, rules=())'
+    if source.count(placeholder) != 1:
+        raise AssertionError("torch_rules has lost its TABLE placeholder")
+    header = (
+        f'"""Reduction launch configs distilled by inductor-tune for {heur.gpu.name} '
+        f"(sm{heur.gpu.cc}, {heur.gpu.sm_count} SMs).\n\n"
+        f"Measured with {heur.gpu.fingerprint}; patched into torch {torch_version_text}.\n"
+        f"Studies: {', '.join(heur.provenance.get('databases', [])) or 'see the heuristic file'}.\n"
+        "On any other GPU every lookup returns None and Inductor keeps its own heuristics.\n"
+        '"""\n\n'
+    )
+    body = source.split('"""', 2)[2].lstrip("\n")  # drop the template's own docstring
+    return header + body.replace(placeholder, "\n".join(lines))
+
+
+def _diff(path: str, old: str | None, new: str) -> str:
+    old_lines = [] if old is None else old.splitlines(keepends=True)
+    body = difflib.unified_diff(
+        old_lines, new.splitlines(keepends=True), "/dev/null" if old is None else f"a/{path}", f"b/{path}", n=3,
+    )
+    head = f"diff --git a/{path} b/{path}\n" + ("new file mode 100644\n" if old is None else "")
+    return head + "".join(body)
+
+
+def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]:
+    """(unified diff, torch version) against the torch tree at ``torch_root`` (default: installed)."""
+    root = torch_root or installed_torch_root()
+    version = torch_version(root)
+    check_version(version)
+    if not heur.table().rules:
+        raise PatchError("the heuristic file has no config rules (all keep the default): nothing to patch")
+    if os.path.exists(os.path.join(root, RULES_PATH)):
+        raise PatchError(f"{os.path.join(root, RULES_PATH)} exists: this torch is already patched")
+    sources: dict[str, str] = {}
+    for hook in HOOKS:
+        if hook.path not in sources:
+            try:
+                with open(os.path.join(root, hook.path)) as fh:
+                    sources[hook.path] = fh.read()
+            except OSError as exc:
+                raise PatchError(f"torch {version}: cannot read {hook.path}: {exc.strerror}") from None
+    patched = dict(sources)
+    for hook in HOOKS:
+        count = sources[hook.path].count(hook.anchor)
+        if count != 1:
+            raise PatchError(
+                f"torch {version}: {hook.path} does not match what the generator expects ({hook.what} found "
+                f"{count} times, expected once); refusing to patch"
+            )
+        patched[hook.path] = patched[hook.path].replace(hook.anchor, hook.anchor + hook.code)
+    header = (
+        f"inductor-tune patch: distilled reduction heuristics for {heur.gpu.name} "
+        f"(sm{heur.gpu.cc}, {heur.gpu.sm_count} SMs) against torch {version}.\n"
+        f"Rules measured with {heur.gpu.fingerprint}; {len(heur.table().rules)} config rules.\n"
+        "Apply in the folder that holds torch/: git apply --check <this file> && git apply <this file>\n"
+        "(or patch -p1 < <this file>).  Other GPUs keep Inductor's behaviour.\n\n"
+    )
+    diffs = [_diff(RULES_PATH, None, rules_module(heur, version))]
+    diffs += [_diff(path, sources[path], patched[path]) for path in sorted(sources)]
+    return header + "".join(diffs), version
+
+
+def default_out(heur: Heuristics, version: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", heur.gpu.name.lower().split()[-1]).strip("-") or "gpu"
+    return os.path.join("patches", f"{slug}-torch{version.split('+')[0]}.patch")

@@ -1,0 +1,75 @@
+"""Peer libraries (Quack, Liger) wrapped as plain functions with the catalog's signatures.
+
+Each wrapper takes the catalog function's inputs (``x, weight[, bias]``) and returns what the
+catalog function returns, so ``evaluate.CompiledCall`` times it, captures it in a CUDA graph and
+checks it against the same float64 reference as Inductor's kernels; backward entries are timed
+through autograd exactly like the compiled ones.  A peer that is not installed or has no such op
+is reported with the reason, never silently left out.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from .kernels import EPS
+
+
+def _quack_rmsnorm():
+    from quack.rmsnorm import rmsnorm
+
+    return lambda x, weight: rmsnorm(x, weight, eps=EPS)
+
+
+def _quack_softmax():
+    from quack.softmax import softmax
+
+    return lambda x: softmax(x)
+
+
+def _liger_rmsnorm():
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+    # in_place=False: Liger otherwise writes dx into dy, which a repeated backward would read again.
+    return lambda x, weight: LigerRMSNormFunction.apply(x, weight, EPS, 0.0, "llama", False)
+
+
+def _liger_layernorm():
+    from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+
+    return lambda x, weight, bias: LigerLayerNormFunction.apply(x, weight, bias, EPS)
+
+
+def _liger_softmax():
+    from liger_kernel.ops.softmax import LigerSoftmaxFunction
+
+    return lambda x: LigerSoftmaxFunction.apply(x)
+
+
+_NO_QUACK_LN = "Quack 0.2.2's LayerNorm has no bias and no backward: not the same op"
+PEERS: dict[str, dict[str, Callable[[], Callable] | str]] = {
+    "rmsnorm_fwd": {"quack": _quack_rmsnorm, "liger": _liger_rmsnorm},
+    "rmsnorm_bwd": {"quack": _quack_rmsnorm, "liger": _liger_rmsnorm},
+    "layernorm_fwd": {"quack": _NO_QUACK_LN, "liger": _liger_layernorm},
+    "layernorm_bwd": {"quack": _NO_QUACK_LN, "liger": _liger_layernorm},
+    "softmax_fwd": {"quack": _quack_softmax, "liger": _liger_softmax},
+    "softmax_bwd": {"quack": _quack_softmax, "liger": _liger_softmax},
+    "add_rmsnorm_fwd": {"quack": "not wrapped (returns the residual sum in another layout)", "liger": "no fused op"},
+}
+_PACKAGES = {"quack": "quack", "liger": "liger_kernel"}
+
+
+def peer_functions(kernel: str) -> tuple[dict[str, Callable], dict[str, str]]:
+    """(name -> function, name -> why it is not compared) for a catalog kernel."""
+    found: dict[str, Callable] = {}
+    missing: dict[str, str] = {}
+    for name, factory in PEERS.get(kernel, {}).items():
+        if isinstance(factory, str):
+            missing[name] = factory
+            continue
+        try:
+            importlib.import_module(_PACKAGES[name])
+            found[name] = factory()
+        except Exception as exc:  # not installed, or an API this wrapper does not know
+            missing[name] = f"not importable here ({type(exc).__name__}: {str(exc)[:120]})"
+    return found, missing

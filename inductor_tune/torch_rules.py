@@ -1,0 +1,229 @@
+"""Distilled reduction launch configs for one GPU model, looked up the way Inductor can look them up.
+
+This module is self-contained on purpose: ``inductor-tune patch`` copies its text into
+``torch/_inductor/runtime/distilled_reduction_rules.py`` with ``TABLE`` filled in, and the patched
+Inductor functions call the entry points at the bottom.  ``inductor_tune.install`` runs the very same
+lookup (``rule_for_features``) from an ``InductorChoices`` subclass, so the run-time hook and a
+patched torch cannot disagree on which kernels a rule covers.
+
+A rule keys on what Inductor knows when it picks a launch config: the kernel kind (reduction hint,
+Inductor's own persistent decision, mix-order fusion), the smallest element size among the kernel's
+tensors, and next_pow2 of the reduction and row counts (the ``size_hints`` Inductor's config
+functions receive).  Rules only exist for the GPU they were measured on (compute capability and SM
+count); everywhere else, and for every kernel no rule covers, Inductor keeps its own heuristics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    kind: str  # inner_persistent | inner_looped | outer | mix_order
+    element_size: int  # bytes: the smallest element size among the kernel's tensors
+    rnumel: tuple  # inclusive range of next_pow2(reduction numel)
+    xnumel: tuple  # inclusive range of next_pow2(rows)
+    persistent: bool
+    XBLOCK: int
+    num_warps: int
+    R0_BLOCK: Optional[int] = None  # looped only
+    num_stages: int = 1
+    RSPLIT_SIZE: Optional[int] = None  # mix-order only
+    NUM_STAGES: Optional[int] = None  # mix-order only
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    gpu: str  # human-readable name of the GPU the rules were measured on
+    capability: Optional[int]  # DeviceProperties.cc, e.g. 90
+    sm_count: Optional[int]
+    rules: tuple = ()
+
+
+TABLE = Table(gpu="none", capability=None, sm_count=None, rules=())
+
+# Inductor makes INNER reductions up to this many elements persistent (choices.py); the rule kinds
+# follow that split so that "inner_looped" rules describe kernels Inductor would loop.
+INNER_PERSISTENT_MAX_RNUMEL = 1024
+
+_ELEMENT_SIZES = {
+    "fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "bf16": 2, "fp16": 2,
+    "i16": 2, "u16": 2, "fp8e4nv": 1, "fp8e5": 1, "fp8e4b15": 1, "fp8e4b8": 1, "fp8e5b16": 1,
+    "i8": 1, "u8": 1, "i1": 1,
+}
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def kernel_kind(hint: Any, rnumel_pow2: int, mix_order: bool) -> str:
+    """Which rule family covers a kernel; ``hint`` is a ReductionHint or its name."""
+    name = getattr(hint, "name", str(hint)).split(".")[-1]
+    if mix_order:
+        return "mix_order"
+    if name == "INNER":
+        return "inner_persistent" if rnumel_pow2 <= INNER_PERSISTENT_MAX_RNUMEL else "inner_looped"
+    if name in ("OUTER", "OUTER_TINY"):
+        return "outer"
+    return "other"
+
+
+def device_matches(device: Any, table: Table = None) -> bool:
+    """True only on the GPU model the table was measured on (CUDA, same capability and SM count)."""
+    table = table or TABLE
+    if device is None or table.capability is None:
+        return False
+    return (
+        getattr(device, "type", None) == "cuda"
+        and getattr(device, "cc", None) == table.capability
+        and getattr(device, "multi_processor_count", None) == table.sm_count
+    )
+
+
+def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2: int, table: Table = None):
+    table = table or TABLE
+    for rule in table.rules:
+        if (
+            rule.kind == kind
+            and rule.element_size == element_size
+            and rule.rnumel[0] <= rnumel_pow2 <= rule.rnumel[1]
+            and rule.xnumel[0] <= xnumel_pow2 <= rule.xnumel[1]
+        ):
+            return rule
+    return None
+
+
+def element_size_from_signature(signature: dict) -> Optional[int]:
+    sizes = [_ELEMENT_SIZES.get(str(t).lstrip("*")) for t in signature.values() if str(t).startswith("*")]
+    sizes = [s for s in sizes if s]
+    return min(sizes) if sizes else None
+
+
+def element_size_from_buffers(names) -> Optional[int]:
+    from torch._inductor.virtualized import V
+
+    sizes = []
+    for name in names:
+        try:
+            sizes.append(V.graph.get_dtype(name).itemsize)
+        except Exception:  # a name the graph does not know (e.g. a kernel-local temporary)
+            continue
+    return min(sizes) if sizes else None
+
+
+def _static_int(expr: Any) -> Optional[int]:
+    # Rules describe static shapes; a symbolic size keeps Inductor's own heuristics.
+    try:
+        return int(expr)
+    except TypeError:
+        return None
+
+
+def _skip_meta(inductor_meta: dict) -> bool:
+    # Autotuning modes search their own candidates; deterministic modes must not change the
+    # reduction order, which XBLOCK and the split size do.
+    keys = ("max_autotune", "max_autotune_pointwise", "deterministic", "batch_invariant")
+    return any(inductor_meta.get(k) for k in keys)
+
+
+def rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, mix_order: bool, table=None):
+    """Lookup from a config function's arguments (runtime/triton_heuristics.py)."""
+    if set(size_hints) != {"x", "r0_"} or _skip_meta(inductor_meta or {}):
+        return None
+    if not device_matches(triton_meta.get("device"), table):
+        return None
+    rnumel, xnumel = size_hints["r0_"], size_hints["x"]
+    kind = kernel_kind(reduction_hint, rnumel, mix_order)
+    element_size = element_size_from_signature(triton_meta.get("signature", {}))
+    return lookup(kind, element_size, rnumel, xnumel, table)
+
+
+def rule_for_features(features, mix_order: bool, table=None):
+    """Lookup at code generation, from Inductor's SIMDKernelFeatures (choices.py, simd.py)."""
+    import torch._inductor.config as config
+    from torch._inductor.runtime.hints import DeviceProperties
+
+    if config.max_autotune or config.max_autotune_pointwise or config.deterministic:
+        return None
+    rnumel, xnumel = _static_int(features.reduction_numel), _static_int(features.numel)
+    if rnumel is None or xnumel is None or rnumel <= 1:
+        return None
+    nodes = list(features.scheduler_nodes())
+    device = nodes[0].get_device() if nodes else None
+    if device is None or device.type != "cuda" or not device_matches(DeviceProperties.create(device), table):
+        return None
+    kind = kernel_kind(features.get_reduction_hint(), next_pow2(rnumel), mix_order)
+    element_size = element_size_from_buffers(features.buf_accesses())
+    return lookup(kind, element_size, next_pow2(rnumel), next_pow2(xnumel), table)
+
+
+# -- entry points of the patched Inductor functions --------------------------------------------
+
+
+def persistent_decision(features, cooperative_reduction: bool) -> Optional[bool]:
+    """InductorChoices.should_use_persistent_reduction: a rule may move the persistent threshold."""
+    import torch._inductor.config as config
+
+    if cooperative_reduction or config.triton.multi_kernel:
+        return None
+    rule = rule_for_features(features, mix_order=False)
+    return None if rule is None else rule.persistent
+
+
+def looped_config(size_hints, inductor_meta, triton_meta):
+    """_reduction_configs: the rule's looped config, or None for Inductor's candidates."""
+    rule = rule_for_size_hints(size_hints, inductor_meta.get("reduction_hint"), inductor_meta, triton_meta, False)
+    if rule is None or rule.persistent:
+        return None
+    from torch._inductor.runtime.triton_heuristics import InductorConfig
+
+    # dynamic_scale_rblock would add a halved-R0_BLOCK variant and autotune it against the rule.
+    return InductorConfig(
+        {"XBLOCK": rule.XBLOCK, "R0_BLOCK": rule.R0_BLOCK}, num_warps=rule.num_warps,
+        num_stages=rule.num_stages, dynamic_scale_rblock=False,
+    )
+
+
+def persistent_config(size_hints, reduction_hint, inductor_meta, triton_meta):
+    """_persistent_reduction_configs: the rule's persistent config (R0_BLOCK is the whole row)."""
+    if (inductor_meta or {}).get("RSPLIT_SIZE"):
+        return None
+    rule = rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, False)
+    if rule is None or not rule.persistent:
+        return None
+    from torch._inductor.runtime.triton_compat import Config
+
+    return Config({"XBLOCK": rule.XBLOCK}, num_warps=rule.num_warps, num_stages=1)
+
+
+def mix_order_config(size_hints, reduction_hint, inductor_meta, triton_meta):
+    """persistent_reduction: XBLOCK, NUM_STAGES and warps of a fused mix-order backward kernel."""
+    rule = rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, True)
+    # The split size was fixed at codegen (mix_order_split_size); only a matching rule may apply.
+    if rule is None or inductor_meta.get("RSPLIT_SIZE") != rule.RSPLIT_SIZE:
+        return None
+    from torch._inductor.runtime.triton_compat import Config
+
+    kwargs = {"XBLOCK": rule.XBLOCK, "RSPLIT_SIZE": rule.RSPLIT_SIZE, "NUM_STAGES": rule.NUM_STAGES}
+    return Config(kwargs, num_warps=rule.num_warps, num_stages=1)
+
+
+def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
+    """SIMDScheduling._codegen_mix_order_reduction: the rule's split size (RSPLIT_SIZE)."""
+    import torch._inductor.config as config
+    from torch._inductor.runtime.hints import DeviceProperties
+
+    if config.max_autotune or config.coordinate_descent_tuning or config.deterministic:
+        return None
+    rnumel, xnumel = _static_int(rnumel), _static_int(numel)
+    device = node.get_device()
+    if rnumel is None or xnumel is None or device is None or device.type != "cuda":
+        return None
+    if not device_matches(DeviceProperties.create(device), table):
+        return None
+    names = [dep.name for dep in (*node.read_writes.reads, *node.read_writes.writes)]
+    rule = lookup("mix_order", element_size_from_buffers(names), next_pow2(rnumel), next_pow2(xnumel), table)
+    return None if rule is None else rule.RSPLIT_SIZE

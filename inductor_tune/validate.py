@@ -1,0 +1,289 @@
+"""Validate a heuristic file on the GPU: Inductor default vs installed rules vs best found vs peers.
+
+Per kernel/shape/dtype, one worker process compiles Inductor's default, the same function with the
+heuristics installed (``heuristics.install``: the real extension point, not a forced trial
+config), the per-shape best config the studies found (when a database has one) and the peer
+libraries, checks each against the float64 reference, captures each in a CUDA graph and times them
+interleaved round by round (drift hits all alike).  The parent turns the rounds into ratios with
+their spread, stores a validation record and reports regressions beyond the noise band.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import statistics
+from typing import Any, Sequence
+
+log = logging.getLogger(__name__)
+
+DEFAULT, HEURISTICS, BEST = "inductor_default", "heuristics", "best_found"
+# Smallest band a ratio must leave to count as a change.  Measured: on an H200 (2026-11-22), the
+# heuristics variant compiled to Inductor's own configs (the same kernel, a second compile) timed up
+# to 1.2 % away from the default in interleaved rounds whose own spread was below 0.3 %.
+NOISE_FLOOR = 0.015
+
+
+# -- worker side (one process per problem, CUDA initialised) ------------------------------------
+
+def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[str, Any]:
+    """Compile, check and time every variant of one problem; returns plain data for the parent."""
+    from . import evaluate, heuristics, peers
+    from .kernels import TOLERANCES
+    from .space import INDUCTOR_DEFAULT, TrialConfig
+
+    problem = state.problem
+    heur = heuristics.load(payload["heuristics"])
+    notes: list[str] = []
+    calls: dict[str, Any] = {}
+
+    before = evaluate._autotuner_ids()
+    calls[DEFAULT], default_plan = evaluate.compile_plan(state, INDUCTOR_DEFAULT)
+    default_choice = evaluate.inductor_choices_made(before)
+
+    before = evaluate._autotuner_ids()
+    with heuristics.install(heur) as installed:
+        if not installed.active:
+            raise RuntimeError(installed.reason)
+        call = evaluate.CompiledCall(problem, state.inputs, state.grad_output)
+        call.compile()
+        calls[HEURISTICS] = call
+    heuristic_choice = evaluate.inductor_choices_made(before)
+
+    if payload.get("best_config"):
+        config = TrialConfig.from_json(payload["best_config"])
+        try:
+            call, plan = evaluate.compile_plan(state, config)
+            reason = evaluate.verify_or_none(plan)
+            if reason:
+                notes.append(f"best found config not applied: {reason}")
+            else:
+                calls[BEST] = call
+        except Exception as exc:
+            notes.append(f"best found config failed to compile: {evaluate.short_reason(exc, 200)}")
+
+    found, missing = peers.peer_functions(problem.kernel)
+    notes += [f"{name}: {why}" for name, why in missing.items()]
+    for name, fn in found.items():
+        call = _PeerCall(problem, state.inputs, state.grad_output, fn)
+        try:
+            call.compile()
+            calls[name] = call
+        except Exception as exc:
+            notes.append(f"{name}: failed to run ({evaluate.short_reason(exc, 200)})")
+
+    errors: dict[str, float] = {}
+    captures: dict[str, str] = {}
+    times: dict[str, list[float]] = {}
+    tol = TOLERANCES[problem.dtype]
+    with gpu_lock:
+        for name, call in list(calls.items()):
+            result = call.run_eager()
+            errors[name] = evaluate.reference_error(problem, state.inputs, state.grad_output, result)
+            if not errors[name] <= tol:
+                notes.append(f"{name}: wrong result (normwise error {errors[name]:.3g} > {tol:g}); not timed")
+                del calls[name]
+                continue
+            captures[name] = call.capture() if timing.cuda_graph else "disabled"
+        for _ in range(payload["rounds"]):
+            for name, call in calls.items():
+                times.setdefault(name, []).append(evaluate.time_call(call.run, timing)[1])
+    for call in calls.values():
+        call.graph = None
+    return {
+        "times": times, "errors": errors, "captures": {k: v or None for k, v in captures.items()}, "notes": notes,
+        "default_choice": json.loads(default_choice), "heuristic_choice": json.loads(heuristic_choice),
+        "slots": [dataclasses.asdict(slot) for slot in default_plan.slots], "bytes": state.bytes,
+    }
+
+
+def _peer_call_class():
+    from .evaluate import CompiledCall
+
+    class PeerCall(CompiledCall):
+        """A peer library's function in the harness that times Inductor's compiled ones."""
+
+        def __init__(self, problem, inputs, grad_output, fn):
+            super().__init__(problem, inputs, grad_output)
+            self.peer_fn = fn
+
+        def compile(self) -> None:
+            self.fn = self.peer_fn
+            self.result = self.run_eager()
+
+    return PeerCall
+
+
+def _PeerCall(problem, inputs, grad_output, fn):  # noqa: N802 - a class built lazily (torch import)
+    return _peer_call_class()(problem, inputs, grad_output, fn)
+
+
+# -- parent side ------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    name: str
+    median_ms: float
+    gbps: float
+    pct_of_ceiling: float
+    ratio_to_default: float  # default time / this time (> 1: faster than Inductor's default)
+    ratio_low: float
+    ratio_high: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationRow:
+    kernel: str
+    shape: str
+    dtype: str
+    variants: tuple[Variant, ...]
+    noise: float  # the default's own round-to-round spread, relative
+    regressed: bool  # rules changed the kernel and it is slower in every round, beyond the noise band
+    heuristics_applied: bool  # the compile under the rules differs from Inductor's own choice
+    notes: tuple[str, ...]
+
+    def variant(self, name: str) -> Variant | None:
+        return next((v for v in self.variants if v.name == name), None)
+
+    def best_peer(self) -> Variant | None:
+        peers = [v for v in self.variants if v.name not in (DEFAULT, HEURISTICS, BEST)]
+        return min(peers, key=lambda v: v.median_ms) if peers else None
+
+
+def summarize_problem(kernel: str, shape: str, dtype: str, data: dict[str, Any], ceiling_gbps: float) -> ValidationRow:
+    times = data["times"]
+    notes = list(data["notes"])
+    if DEFAULT not in times:
+        raise ValueError(f"{kernel} {shape}: Inductor's default was not timed ({'; '.join(notes)})")
+    base = times[DEFAULT]
+    default_ms = statistics.median(base)
+    noise = (max(base) - min(base)) / default_ms
+    variants = []
+    for name, rounds in times.items():
+        med = statistics.median(rounds)
+        ratios = [d / t for d, t in zip(base, rounds)]
+        gbps = data["bytes"] / (med * 1e-3) / 1e9
+        variants.append(Variant(name, med, gbps, 100 * gbps / ceiling_gbps, default_ms / med, min(ratios), max(ratios)))
+    heur = next((v for v in variants if v.name == HEURISTICS), None)
+    applied = _configs(data["heuristic_choice"]) != _configs(data["default_choice"])
+    # Only a kernel the rules changed can regress; the band is the default's spread or the floor.
+    band = max(noise, NOISE_FLOOR)
+    regressed = bool(applied and heur and heur.ratio_high < 1.0 and heur.ratio_to_default < 1.0 - band)
+    return ValidationRow(kernel, shape, dtype, tuple(variants), noise, regressed, applied, tuple(notes))
+
+
+def _configs(choice: list[dict[str, Any]]) -> list:
+    return sorted(json.dumps(c.get("config"), sort_keys=True) for c in choice)
+
+
+def geomean(values: Sequence[float]) -> float:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def render(rows: Sequence[ValidationRow]) -> str:
+    """The validation table: GB/s, % of ceiling, ratio to default and to the best peer."""
+    header = ["kernel", "shape", "default GB/s", "heur GB/s", "heur %ceil", "heur/default [range]", "best found/default",
+              "best peer", "heur/peer", "rules applied"]
+    lines = []
+    for r in rows:
+        d, h, b, p = r.variant(DEFAULT), r.variant(HEURISTICS), r.variant(BEST), r.best_peer()
+        lines.append([
+            r.kernel, r.shape, f"{d.gbps:.0f}",
+            f"{h.gbps:.0f}" if h else "-", f"{h.pct_of_ceiling:.1f}" if h else "-",
+            f"{h.ratio_to_default:.3f} [{h.ratio_low:.3f}-{h.ratio_high:.3f}]" + (" REGRESSED" if r.regressed else "")
+            if h else "-",
+            f"{b.ratio_to_default:.3f}" if b else "-",
+            f"{p.name} {p.gbps:.0f}" if p else "-",
+            f"{p.median_ms / h.median_ms:.3f}" if p and h else "-",
+            "yes" if r.heuristics_applied else "no (default kept)",
+        ])
+    widths = [max(len(header[i]), *(len(l[i]) for l in lines)) for i in range(len(header))]
+    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    out = [fmt(header), fmt(["-" * w for w in widths])] + [fmt(l) for l in lines]
+    heur_ratios = [r.variant(HEURISTICS).ratio_to_default for r in rows if r.variant(HEURISTICS)]
+    if heur_ratios:
+        out.append(f"heuristics vs Inductor default: geomean {geomean(heur_ratios):.3f}, worst {min(heur_ratios):.3f}"
+                   f" ({sum(r.regressed for r in rows)} shape(s) regressed beyond noise)")
+    vs_best = [r.variant(BEST).median_ms / r.variant(HEURISTICS).median_ms for r in rows
+               if r.variant(BEST) and r.variant(HEURISTICS)]
+    if vs_best:
+        out.append(f"heuristics vs per-shape best found: geomean {geomean(vs_best):.3f}, worst {min(vs_best):.3f}"
+                   f" over {len(vs_best)} shape(s)")
+    vs_peer = [r.best_peer().median_ms / r.variant(HEURISTICS).median_ms for r in rows
+               if r.best_peer() and r.variant(HEURISTICS)]
+    if vs_peer:
+        out.append(f"heuristics vs best peer: geomean {geomean(vs_peer):.3f}, worst {min(vs_peer):.3f}"
+                   f" over {len(vs_peer)} shape(s)")
+    grouped: dict[str, list[str]] = {}
+    for r in rows:
+        for note in r.notes:
+            grouped.setdefault(note, []).append(f"{r.kernel} {r.shape}")
+    for note, where in grouped.items():
+        out.append(f"note: {note} ({', '.join(where) if len(where) <= 3 else f'{len(where)} shapes'})")
+    return "\n".join(out)
+
+
+def best_configs(db_urls: Sequence[str], fp_key: str) -> dict[tuple[str, str, str], str | None]:
+    """Per (kernel, shape, dtype): the verdict's winner on this exact GPU stack (None: default won)."""
+    from .store import Store
+
+    found: dict[tuple[str, str, str], str | None] = {}
+    for url in db_urls:
+        store = Store(url, create=False)
+        for study in store.studies():
+            if not study.name.endswith("@" + fp_key):  # other GPUs, replayed and sweep studies
+                continue
+            verdict = store.verdict(study.id)
+            if verdict is None:
+                continue
+            key = (study.kernel, f"{study.rows}x{study.cols}", study.dtype)
+            found[key] = verdict.best_config_json if verdict.improved else None
+    return found
+
+
+def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequence[str], rounds: int, timing,
+                   progress=None) -> list[ValidationRow]:
+    """Measure every problem (one task, so one worker process, each) and store a record per problem."""
+    import os
+
+    from . import heuristics
+    from .search import fingerprint_key
+    from .workers import Task, TaskFailure
+
+    heur = heuristics.load(heuristics_path)
+    fp_key = fingerprint_key(pool.fingerprint)
+    best = best_configs(db_urls, fp_key)
+    gpu_id = store.upsert_gpu(fp_key, dict(pool.fingerprint), pool.ceiling_gbps)
+    tasks = []
+    for i, problem in enumerate(problems):
+        payload = {"heuristics": os.path.abspath(heuristics_path), "rounds": rounds,
+                   "best_config": best.get((problem.kernel, str(problem.shape), problem.dtype))}
+        tasks.append(Task(i, "validate", problem, payload, timing))
+    pending, results = list(tasks), {}
+    while pending or pool.busy():
+        for index in pool.idle():
+            if not pending:
+                break
+            pool.dispatch(index, pending.pop(0))
+        for task, result in pool.collect():
+            results[task.task_id] = result
+            if progress is not None:
+                progress.update(1)
+    rows = []
+    for task in tasks:
+        problem, result = task.problem, results[task.task_id]
+        if isinstance(result, TaskFailure):
+            raise RuntimeError(f"validating {problem.kernel} {problem.shape} failed: {result.reason}")
+        row = summarize_problem(problem.kernel, str(problem.shape), problem.dtype, result, pool.ceiling_gbps)
+        store.add_validation(
+            gpu_id=gpu_id, heuristics_path=heuristics_path, heuristics_digest=heur.digest(), kernel=problem.kernel,
+            rows=problem.shape.rows, cols=problem.shape.cols, dtype=problem.dtype, regressed=row.regressed,
+            result_json=json.dumps({**result, "summary": dataclasses.asdict(row)}),
+            timing_json=json.dumps({**dataclasses.asdict(timing), "method": "triton.testing.do_bench",
+                                    "rounds": rounds, "interleaved": True}),
+        )
+        rows.append(row)
+    return rows

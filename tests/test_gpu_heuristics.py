@@ -1,0 +1,82 @@
+"""GPU tests of installed heuristics and `validate` (H100/H200): ``pytest -m gpu``; skipped without CUDA."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+HEURISTICS = "heuristics/h200.yaml"
+
+
+def _launch_configs(kernel: str, shape: str, heur=None):
+    """Compile ``kernel`` at ``shape`` (optionally under the heuristics) and return its launch configs."""
+    from inductor_tune import evaluate, heuristics
+    from inductor_tune.evaluate import CompiledCall, Problem, ProblemState
+    from inductor_tune.kernels import Shape
+    from inductor_tune.space import INDUCTOR_DEFAULT
+
+    state = ProblemState(Problem(kernel, Shape.parse(shape), "bf16"))
+    before = evaluate._autotuner_ids()
+    if heur is None:
+        _, plan = evaluate.compile_plan(state, INDUCTOR_DEFAULT)
+        chosen = evaluate.inductor_choices_made(before)
+        return [c["config"] for c in __import__("json").loads(chosen)], plan.slots, chosen
+    with heuristics.install(heur) as handle:
+        assert handle.active, handle.reason
+        CompiledCall(state.problem, state.inputs, state.grad_output).compile()
+    return [c["config"] for c in __import__("json").loads(evaluate.inductor_choices_made(before))], None, None
+
+
+def test_install_changes_a_rule_shape_and_leaves_a_keep_default_shape_alone():
+    from inductor_tune import heuristics
+
+    heur = heuristics.load(HEURISTICS)
+    if not heuristics.device_matches(heur, torch.cuda.get_device_properties(0)):
+        pytest.skip(f"{HEURISTICS} is for {heur.gpu.name}")
+    config_rules = [r for r in heur.rules if r.config is not None]
+    assert config_rules, "the heuristic file has no config rule to check"
+    rule = config_rules[0]
+    ruled_n = rule.rnumel[0]
+    kept_n = next(n for n in (4096, 8192, 1024) if not any(r.rnumel[0] <= n <= r.rnumel[1] for r in config_rules))
+    changed = None
+    for kernel in ("softmax_fwd", "layernorm_fwd", "rmsnorm_fwd"):
+        shape = f"{rule.xnumel[0]}x{ruled_n}"
+        default = _launch_configs(kernel, shape)[0]
+        installed = _launch_configs(kernel, shape, heur)[0]
+        if installed != default:
+            changed = installed
+            break
+    assert changed is not None, f"installing {HEURISTICS} changed no kernel at N={ruled_n} (rule {rule.describe()})"
+    (cfg,) = changed
+    # Launch configs as the autotuner holds them: XBLOCK appears only where it is a kernel argument.
+    assert cfg["num_warps"] == rule.config.num_warps and cfg.get("XBLOCK", rule.config.XBLOCK) == rule.config.XBLOCK, (
+        cfg, rule.describe())
+    if not rule.config.persistent:
+        assert cfg.get("R0_BLOCK") == rule.config.R0_BLOCK, (cfg, rule.describe())
+    shape = f"{rule.xnumel[0]}x{kept_n}"
+    unchanged = _launch_configs(kernel, shape)[0]
+    assert _launch_configs(kernel, shape, heur)[0] == unchanged
+
+
+def test_validate_two_shapes(tmp_path):
+    storage = tmp_path / "validation.sqlite"
+    proc = subprocess.run(
+        [sys.executable, "-m", "inductor_tune", "validate", HEURISTICS, "--kernels", "rmsnorm_fwd", "--shapes",
+         "16384x3072,32768x4096", "--rounds", "3", "--storage", str(storage), "--no-progress"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode in (0, 1), proc.stderr  # 1: a regression, reported as such
+    assert "16384x3072" in proc.stdout and "32768x4096" in proc.stdout, proc.stdout
+    from inductor_tune.store import Store
+
+    records = Store(f"sqlite:///{storage}", create=False).validations()
+    assert sorted((r.rows, r.cols) for r in records) == [(16384, 3072), (32768, 4096)]
+    assert all('"inductor_default"' in r.result_json for r in records)
