@@ -82,6 +82,15 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--workers", type=int, help="worker processes (default: min(problems, 8))")
     v.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    b = sub.add_parser("bench-search", help="compare search strategies by replaying recorded sweeps (no GPU)")
+    b.add_argument("db", nargs="?", default="db/sweeps.sqlite", help="database with sweeps (default db/sweeps.sqlite)")
+    b.add_argument("--strategies", default="tpe,random,cmaes,grid,coordinate",
+                   help="comma-separated: tpe, random, cmaes, gp (slow: one seed), grid, coordinate")
+    b.add_argument("--seeds", type=int, default=20, help="seeds per shape and strategy (default 20)")
+    b.add_argument("--budget", type=int, default=60, help="trials per run (default 60)")
+    b.add_argument("--out", default="reports/bench-search", help="folder for the plot and the JSON results")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+
     pa = sub.add_parser("patch", help="unified diff that builds a heuristic file's rules into Inductor's sources")
     pa.add_argument("heuristics", help="heuristic YAML written by `distill`")
     pa.add_argument("--out", help="patch file to write (default patches/<gpu>-torch<version>.patch)")
@@ -355,6 +364,45 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def cmd_bench_search(args) -> int:
+    import dataclasses as dc
+    import json as json_mod
+
+    import optuna
+
+    from . import benchsearch
+
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = [s for s in strategies if s not in benchsearch.STRATEGIES]
+    if unknown or not strategies:
+        raise CliError(f"unknown strategy {', '.join(unknown) or '(none)'}; choose from {', '.join(benchsearch.STRATEGIES)}")
+    if args.seeds < 1 or args.budget < 1:
+        raise CliError("--seeds and --budget must be positive")
+    sweeps, notes = benchsearch.load_sweeps(_storage_url(args.db))
+    if not sweeps:
+        raise CliError(f"{args.db} has no complete sweep (record one with `inductor-tune sweep`)")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    from tqdm import tqdm
+
+    caps = {"gp": 1}  # GPSampler takes ~40 s per 60-trial run on 2 cores
+    total = sum(1 if s == "grid" else min(args.seeds, caps.get(s, args.seeds)) for s in strategies) * len(sweeps)
+    with tqdm(total=total, disable=args.no_progress, unit="run", desc="replaying") as bar:
+        runs = benchsearch.benchmark(sweeps, strategies, args.seeds, args.budget, caps, bar)
+    summaries = benchsearch.summarize(runs, sweeps)
+    os.makedirs(args.out, exist_ok=True)
+    benchsearch.plot(runs, sweeps, os.path.join(args.out, "fraction_of_optimum.png"))
+    with open(os.path.join(args.out, "results.json"), "w") as fh:
+        json_mod.dump({"db": args.db, "budget": args.budget, "seeds": args.seeds,
+                       "sweeps": [s.name for s in sweeps], "summaries": [dc.asdict(s) for s in summaries],
+                       "runs": [dc.asdict(r) for r in runs]}, fh)
+    print(f"replayed from {args.db}: {len(sweeps)} sweeps, budget {args.budget} trials, up to {args.seeds} seeds")
+    print(benchsearch.render(summaries))
+    for note in notes:
+        print(f"note: {note}")
+    print(f"wrote {args.out}/fraction_of_optimum.png and {args.out}/results.json")
+    return 0
+
+
 def cmd_distill(args) -> int:
     from .distill import DistillError, FitParams, distill
     from .heuristics import dump
@@ -420,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     handlers = {
         "gpus": cmd_gpus, "tune": cmd_tune, "sweep": cmd_tune, "show": cmd_show, "report": cmd_report,
-        "distill": cmd_distill, "patch": cmd_patch, "validate": cmd_validate,
+        "distill": cmd_distill, "patch": cmd_patch, "validate": cmd_validate, "bench-search": cmd_bench_search,
     }
     try:
         return handlers[args.command](args)

@@ -71,7 +71,7 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
     if name == "cmaes":
         return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
     if name == "gp":
-        return optuna.samplers.GPSampler(seed=seed)
+        return optuna.samplers.GPSampler(seed=seed, warn_independent_sampling=False)
     raise ValueError(f"unknown sampler {name!r}")
 
 
