@@ -61,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--out", help="heuristic file to write (default heuristics/<gpu>.yaml)")
     d.add_argument("--min-coverage", type=float, default=0.5,
                    help="fraction of a size group's shapes a rule's config must have been measured at (default 0.5)")
+    d.add_argument("--allow-replayed", action="store_true",
+                   help="also fit replayed studies (the CPU demo); recorded in the file's provenance")
     d.add_argument("--min-shapes", type=int, default=2,
                    help="fewest measured shapes a rule may rest on (default 2)")
 
@@ -90,6 +92,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--budget", type=int, default=60, help="trials per run (default 60)")
     b.add_argument("--out", default="reports/bench-search", help="folder for the plot and the JSON results")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    de = sub.add_parser("demo", help="the whole pipeline on a CPU, replayed from the committed H200 sweeps")
+    de.add_argument("--out", help="folder for the results (default: a new temporary folder)")
+    de.add_argument("--trials", type=int, default=12, help="trials per replayed study (default 12)")
 
     pa = sub.add_parser("patch", help="unified diff that builds a heuristic file's rules into Inductor's sources")
     pa.add_argument("heuristics", help="heuristic YAML written by `distill`")
@@ -403,6 +409,18 @@ def cmd_bench_search(args) -> int:
     return 0
 
 
+def cmd_demo(args) -> int:
+    from . import demo
+
+    if args.trials < 2:
+        raise CliError("--trials must be at least 2")
+    written = demo.run(args.out, args.trials)
+    print("demo finished; everything was replayed from db/sweeps.sqlite (measured on an H200), nothing measured here:")
+    for what, path in written.items():
+        print(f"  {what:11s} {path}")
+    return 0
+
+
 def cmd_distill(args) -> int:
     from .distill import DistillError, FitParams, distill
     from .heuristics import dump
@@ -412,7 +430,7 @@ def cmd_distill(args) -> int:
     for db in args.db:
         if "://" not in db and not os.path.exists(db):
             raise CliError(f"no database at {db}")
-    params = FitParams(min_coverage=args.min_coverage, min_shapes=args.min_shapes)
+    params = FitParams(min_coverage=args.min_coverage, min_shapes=args.min_shapes, allow_replayed=args.allow_replayed)
     try:
         heur = distill([_storage_url(db) for db in args.db], args.gpu, params, names=args.db)
     except DistillError as exc:
@@ -468,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     handlers = {
         "gpus": cmd_gpus, "tune": cmd_tune, "sweep": cmd_tune, "show": cmd_show, "report": cmd_report,
-        "distill": cmd_distill, "patch": cmd_patch, "validate": cmd_validate, "bench-search": cmd_bench_search,
+        "distill": cmd_distill, "patch": cmd_patch, "validate": cmd_validate, "bench-search": cmd_bench_search, "demo": cmd_demo,
     }
     try:
         return handlers[args.command](args)

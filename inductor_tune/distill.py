@@ -54,6 +54,8 @@ class FitParams:
     min_coverage: float = 0.5  # fraction of a group's shapes a candidate must have been measured at
     min_shapes: int = 2  # and at least this many shapes (a single shape is no evidence of robustness)
     merge_tolerance: float = 0.02  # worst-case loss allowed for one rule to span two size groups
+    # Replayed studies copy other measurements; only the CPU demo fits them (and says so in provenance).
+    allow_replayed: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,9 +134,9 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(valid) if valid else None
 
 
-def _study_point(store: Store, study, db_name: str) -> ShapePoint | Skipped:
+def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False) -> ShapePoint | Skipped:
     name = f"{db_name}: {study.name}"  # two databases may hold studies of the same name
-    if study.replayed:
+    if study.replayed and not allow_replayed:
         return Skipped(name, "replayed study: its times are copies of other measurements")
     if study.dtype not in ELEMENT_SIZES:
         return Skipped(name, f"dtype {study.dtype} has no known element size")
@@ -222,7 +224,7 @@ def _default_description(choice_json: str | None, slot) -> str:
 
 
 def load_points(
-    stores: Sequence[Store], gpu: GpuSpec, names: Sequence[str] | None = None
+    stores: Sequence[Store], gpu: GpuSpec, names: Sequence[str] | None = None, allow_replayed: bool = False
 ) -> tuple[list[ShapePoint], list[Skipped]]:
     """Shape points of one GPU fingerprint; studies of the same shape are pooled."""
     by_shape: dict[tuple, list[ShapePoint]] = collections.defaultdict(list)
@@ -231,7 +233,7 @@ def load_points(
         for study in store.studies():
             if study.gpu.fingerprint != gpu.fingerprint:
                 continue
-            got = _study_point(store, study, db_name)
+            got = _study_point(store, study, db_name, allow_replayed)
             if isinstance(got, Skipped):
                 skipped.append(got)
             else:
@@ -474,7 +476,7 @@ def distill(
     except StoreError as exc:
         raise DistillError(str(exc)) from None
     gpu = select_gpu(stores, gpu_query)
-    points, skipped = load_points(stores, gpu, names or db_urls)
+    points, skipped = load_points(stores, gpu, names or db_urls, params.allow_replayed)
     if not points:
         raise DistillError(f"no usable single-kernel study of {gpu.fingerprint}: "
                            + "; ".join(sorted({s.reason for s in skipped}))[:300])

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 from .records import Outcome
 from .show import study_row  # the same default/best GB/s as `inductor-tune show`, by construction
-from .space import KernelSlot, SlotConfig, TrialConfig
+from .space import KernelSlot, SearchSpace, SlotConfig, TrialConfig
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -172,9 +172,11 @@ def main_slot(slots: Sequence[KernelSlot], rows: int, cols: int) -> KernelSlot:
 
 def _space_slots(study) -> dict[str, KernelSlot]:
     slots: dict[str, KernelSlot] = {}
-    for entry in json.loads(study.space_json or "[]"):
-        for s in entry["slots"]:
-            slots.setdefault(s["key"], KernelSlot(**s))
+    if not study.space_json:
+        return slots
+    for _, structure in SearchSpace.from_json(study.space_json).structures:
+        for slot in structure:
+            slots.setdefault(slot.key, slot)
     return slots
 
 
