@@ -48,7 +48,7 @@ class GpuLock:
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One unit of work for a worker: ``kind`` is trial, probe or remeasure."""
+    """One unit of work for a worker: ``kind`` is trial, probe, remeasure or validate."""
 
     task_id: int
     kind: str
