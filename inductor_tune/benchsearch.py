@@ -7,7 +7,15 @@ Strategies follow the tuner's own rules: Optuna samplers come from ``search.make
 draw through ``SearchSpace.suggest``; an illegal draw is pruned and costs no trial; a failed config
 (out of resources) costs a trial; a config drawn again costs a trial and returns the same time.
 Inductor's default is not part of a sweep's grid, so it is left out on both sides: the optimum is
-the best config of the sweep and a strategy's k trials are k configs of the grid.
+the best config of the sweep and a strategy's k trials are k configs of the grid.  ``summarize(...,
+default_first=True)`` counts as the tuner does instead: trial 1 is Inductor's default (its recorded
+time; the sampler never sees it), and the optimum is the better of the grid's and the default.
+
+TPE variants (candidates for the tuner's default, README "Search strategies"): ``tpe-start``
+enqueues the grid config nearest Inductor's own choice as the first trial; ``tpe-warm`` enqueues
+the winners of the other sweeps of the same kernel (nearest N first, at most ``WARM_CONFIGS``;
+never the shape's own); ``tpe-warm-any`` the same from every kernel of the dtype (nearest N first); ``tpe-start-warm`` both; ``tpe-startup5`` 5 random startup trials instead of
+10; ``tpe-independent`` univariate TPE.
 """
 
 from __future__ import annotations
@@ -28,7 +36,11 @@ from .space import ConstraintViolation, SearchSpace, TrialConfig, params_of
 log = logging.getLogger(__name__)
 
 OPTUNA_STRATEGIES = ("tpe", "random", "cmaes", "gp")
-STRATEGIES = OPTUNA_STRATEGIES + ("grid", "coordinate")
+# TPE variants measured against the default (README "Search strategies"): what the tuner would do
+# if it enqueued configs as its first trials, or configured TPE differently.
+TPE_VARIANTS = ("tpe-warm", "tpe-warm-any", "tpe-start", "tpe-start-warm", "tpe-startup5", "tpe-independent")
+STRATEGIES = OPTUNA_STRATEGIES + ("grid", "coordinate") + TPE_VARIANTS
+WARM_CONFIGS = 3  # neighbouring shapes' winners enqueued by tpe-warm
 WITHIN = 0.02  # "within 2 % of the optimum"
 COORDINATE_THRESHOLD = 0.001  # Inductor's coordinate descent accepts a move only above this gain
 MAX_ILLEGAL_STREAK = 2000
@@ -41,10 +53,15 @@ class Sweep:
     times: dict[str, float | None]  # canonical config JSON -> median ms (None: the config failed)
     order: tuple[str, ...]  # the grid's configs in Space.enumerate order
     start: str  # the grid config nearest Inductor's own choice (coordinate descent starts there)
+    default_ms: float | None = None  # Inductor's unmodified default (the sweep's trial 0), not a grid config
 
     @property
     def optimum_ms(self) -> float:
         return min(t for t in self.times.values() if t is not None)
+
+    @property
+    def optimum_with_default_ms(self) -> float:
+        return min(self.optimum_ms, self.default_ms if self.default_ms is not None else math.inf)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +97,8 @@ def load_sweeps(url: str) -> tuple[list[Sweep], list[str]]:
             continue
         default = next((r for r in records if r.inductor_default), None)
         start = _nearest(order, default.inductor_choice_json if default else None)
-        sweeps.append(Sweep(name, space, {c: times[c] for c in order}, order, start))
+        default_ms = default.time_ms if default is not None and default.outcome == Outcome.OK else None
+        sweeps.append(Sweep(name, space, {c: times[c] for c in order}, order, start, default_ms))
     return sweeps, notes
 
 
@@ -108,10 +126,55 @@ def _nearest(order: Sequence[str], inductor_choice_json: str | None) -> str:
 
 # -- strategies ---------------------------------------------------------------------------------
 
-def _optuna_run(sweep: Sweep, strategy: str, seed: int, budget: int) -> list[float]:
+def _variant_sampler(strategy: str, seed: int) -> optuna.samplers.BaseSampler:
     from .search import make_sampler
 
-    study = optuna.create_study(direction="minimize", sampler=make_sampler(strategy, seed))
+    if strategy == "tpe-startup5":
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True,
+                                          n_startup_trials=5)
+    if strategy == "tpe-independent":
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True, n_startup_trials=10)
+    return make_sampler("tpe" if strategy in TPE_VARIANTS else strategy, seed)
+
+
+def _shape_of(sweep: Sweep) -> tuple[str, int, str]:
+    kernel, shape, dtype = sweep.name.split()
+    return kernel, int(shape.split("x")[1]), dtype
+
+
+def warm_configs(sweep: Sweep, others: Sequence[Sweep], limit: int = WARM_CONFIGS,
+                 other_kernels: bool = False) -> list[str]:
+    """Best configs of the other sweeps of the same kernel and dtype, nearest N first, moved onto this
+    shape's kernels and kept where they are configs of its grid (leave-one-shape-out: never its own).
+    ``other_kernels``: other kernels of the same dtype too (nearest N first, the same kernel first)."""
+    kernel, cols, dtype = _shape_of(sweep)
+    peers = [o for o in others if o.name != sweep.name and _shape_of(o)[2] == dtype
+             and (other_kernels or _shape_of(o)[0] == kernel)]
+    peers.sort(key=lambda o: (abs(math.log2(_shape_of(o)[1] / cols)), _shape_of(o)[0] != kernel, _shape_of(o)[1]))
+    out: list[str] = []
+    for peer in peers:
+        best = TrialConfig.from_json(min((k for k, t in peer.times.items() if t is not None), key=peer.times.get))
+        structures = dict(sweep.space.structures)
+        slots = structures.get(best.flags, ())
+        if len(slots) != len(best.slots):
+            continue
+        moved = _canonical(TrialConfig(best.flags, tuple((s.key, c) for s, (_, c) in zip(slots, best.slots))).to_json())
+        if moved in sweep.times and moved not in out:
+            out.append(moved)
+        if len(out) == limit:
+            break
+    return out
+
+
+def _optuna_run(sweep: Sweep, strategy: str, seed: int, budget: int, others: Sequence[Sweep] = ()) -> list[float]:
+    study = optuna.create_study(direction="minimize", sampler=_variant_sampler(strategy, seed))
+    # tpe-start: first the grid config nearest Inductor's own choice; tpe-warm: neighbouring shapes' winners.
+    enqueue = [sweep.start] if strategy in ("tpe-start", "tpe-start-warm") else []
+    if strategy in ("tpe-warm", "tpe-start-warm", "tpe-warm-any"):
+        warm = warm_configs(sweep, others, other_kernels=strategy == "tpe-warm-any")
+        enqueue += [k for k in warm if k not in enqueue]
+    for key in enqueue:
+        study.enqueue_trial(params_of(TrialConfig.from_json(key), sweep.space))
     best, curve, seen, streak = math.inf, [], {}, 0
     while len(curve) < budget and streak < MAX_ILLEGAL_STREAK:
         trial = study.ask()
@@ -196,9 +259,10 @@ def _neighbours(value: Any, dist: optuna.distributions.BaseDistribution) -> list
     return [v for v in (value - 1, value + 1) if dist.low <= v <= dist.high]  # exponents: x2, /2
 
 
-def run_strategy(sweep: Sweep, strategy: str, seed: int, budget: int) -> Run:
-    if strategy in OPTUNA_STRATEGIES:
-        curve = _optuna_run(sweep, strategy, seed, budget)
+def run_strategy(sweep: Sweep, strategy: str, seed: int, budget: int, others: Sequence[Sweep] = ()) -> Run:
+    """One run; ``others`` are the sweeps tpe-warm may take neighbouring shapes' winners from."""
+    if strategy in OPTUNA_STRATEGIES + TPE_VARIANTS:
+        curve = _optuna_run(sweep, strategy, seed, budget, others)
     elif strategy == "grid":
         curve = _grid_run(sweep, budget)
     elif strategy == "coordinate":
@@ -224,8 +288,25 @@ class StrategySummary:
     fraction_at: dict[int, float]  # mean optimum/best after k trials
 
 
-def summarize(runs: Sequence[Run], sweeps: Sequence[Sweep], ks: Sequence[int] = (5, 10, 20, 40)) -> list[StrategySummary]:
-    optimum = {s.name: s.optimum_ms for s in sweeps}
+def with_default_first(runs: Sequence[Run], sweeps: Sequence[Sweep]) -> list[Run]:
+    """The runs counted as the tuner counts them: trial 1 is Inductor's default (its recorded time;
+    the sampler never sees it, so the draws are unchanged), then the strategy's trials 1..budget-1."""
+    default = {s.name: s.default_ms for s in sweeps}
+    out = []
+    for r in runs:
+        d = default[r.sweep]
+        if d is None:
+            raise ValueError(f"{r.sweep}: the sweep has no successful Inductor-default trial")
+        out.append(dataclasses.replace(r, best_ms=(d,) + tuple(min(d, t) for t in r.best_ms[:-1])))
+    return out
+
+
+def summarize(runs: Sequence[Run], sweeps: Sequence[Sweep], ks: Sequence[int] = (5, 10, 20, 40),
+              default_first: bool = False) -> list[StrategySummary]:
+    """Per strategy; ``default_first``: trial 1 is Inductor's default and the optimum includes it."""
+    if default_first:
+        runs = with_default_first(runs, sweeps)
+    optimum = {s.name: s.optimum_with_default_ms if default_first else s.optimum_ms for s in sweeps}
     out = []
     for strategy in dict.fromkeys(r.strategy for r in runs):
         mine = [r for r in runs if r.strategy == strategy]
@@ -287,14 +368,15 @@ def plot(runs: Sequence[Run], sweeps: Sequence[Sweep], path: str) -> None:
 
 
 def benchmark(sweeps: Sequence[Sweep], strategies: Sequence[str], seeds: int, budget: int,
-              seed_caps: dict[str, int] | None = None, progress=None) -> list[Run]:
-    """Every strategy on every sweep for seeds 0..seeds-1 (fewer where ``seed_caps`` says so)."""
+              seed_caps: dict[str, int] | None = None, progress=None, first_seed: int = 0) -> list[Run]:
+    """Every strategy on every sweep for seeds first_seed.. (``seeds`` of them, fewer where
+    ``seed_caps`` says so)."""
     runs = []
     for strategy in strategies:
         n = 1 if strategy == "grid" else min(seeds, (seed_caps or {}).get(strategy, seeds))
         for sweep in sweeps:
-            for seed in range(n):
-                runs.append(run_strategy(sweep, strategy, seed, budget))
+            for seed in range(first_seed, first_seed + n):
+                runs.append(run_strategy(sweep, strategy, seed, budget, sweeps))
                 if progress is not None:
                     progress.update(1)
     return runs

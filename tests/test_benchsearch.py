@@ -66,3 +66,42 @@ def test_cli_refuses_unknown_strategies():
     proc = subprocess.run([sys.executable, "-m", "inductor_tune", "bench-search", "--strategies", "anneal"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "unknown strategy anneal" in proc.stderr
+
+
+def test_a_config_the_sweep_lacks_is_an_error_never_a_guess(sweeps):
+    import dataclasses
+
+    sweep = sweeps["rmsnorm_fwd 32768x1024 bf16"]
+    kept = dict(list(sweep.times.items())[::2])  # half the grid "unmeasured"
+    holed = dataclasses.replace(sweep, times=kept, order=tuple(k for k in sweep.order if k in kept))
+    with pytest.raises(KeyError, match="drew a config the sweep lacks"):
+        benchsearch.run_strategy(holed, "random", 0, 60)
+
+
+def test_warm_start_enqueues_neighbouring_winners_never_the_shapes_own(sweeps):
+    everything = list(sweeps.values())
+    sweep = sweeps["rmsnorm_fwd 32768x65536 bf16"]
+    warm = benchsearch.warm_configs(sweep, everything)
+    assert 0 < len(warm) <= benchsearch.WARM_CONFIGS and all(k in sweep.times for k in warm)
+    # nearest N first: the winner of N=16384, moved onto this shape's kernel, leads
+    neighbour = sweeps["rmsnorm_fwd 32768x16384 bf16"]
+    best = min((k for k, t in neighbour.times.items() if t is not None), key=neighbour.times.get)
+    assert warm[0] == best.replace("x32768.r16384", "x32768.r65536")
+    alone = benchsearch.warm_configs(sweep, [sweep])
+    assert alone == []  # its own sweep never informs its start
+    run = benchsearch.run_strategy(sweep, "tpe-warm", 5, 10, everything)
+    assert run.best_ms[0] == sweep.times[warm[0]]  # the first trial is the enqueued neighbour winner
+    assert run == benchsearch.run_strategy(sweep, "tpe-warm", 5, 10, everything)
+
+
+def test_default_first_counts_inductors_default_as_trial_one(sweeps):
+    sweep = sweeps["layernorm_fwd 32768x16384 bf16"]  # Inductor's default is the fastest config measured
+    assert sweep.default_ms is not None and sweep.optimum_with_default_ms == min(sweep.default_ms, sweep.optimum_ms)
+    runs = [benchsearch.run_strategy(sweep, "random", seed, 12) for seed in range(3)]
+    counted = benchsearch.with_default_first(runs, [sweep])
+    for raw, run in zip(runs, counted):
+        assert len(run.best_ms) == 12 and run.best_ms[0] == sweep.default_ms
+        assert run.best_ms[1:] == tuple(min(sweep.default_ms, t) for t in raw.best_ms[:-1])
+    (summary,) = benchsearch.summarize(runs, [sweep], ks=(1,), default_first=True)
+    assert summary.median_shape_trials == 1 and summary.fraction_at[1] == pytest.approx(
+        sweep.optimum_with_default_ms / sweep.default_ms)
