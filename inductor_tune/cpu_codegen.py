@@ -64,24 +64,30 @@ def generate(
 ) -> CompilePlan:
     """Run Inductor codegen for ``fn`` on fake CUDA tensors under ``plan``; sources land in the plan."""
     import torch._inductor.config as inductor_config
+
+    with fake_cuda(major), activate_plan(plan), inductor_config.patch(force_disable_caches=True, compile_threads=1):
+        _compile_on_fake_cuda(fn, inputs, captured=lambda: bool(plan.sources))
+    return plan
+
+
+def _compile_on_fake_cuda(fn, inputs, captured: Callable[[], bool]) -> None:
+    """Compile ``fn`` on fake CUDA tensors (inside ``fake_cuda``) until its code is captured."""
     from torch._guards import TracingContext, tracing
     from torch._inductor.compile_fx import compile_fx
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    with fake_cuda(major), activate_plan(plan), inductor_config.patch(force_disable_caches=True, compile_threads=1):
-        fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        with fake_mode:
-            args = [torch.empty(shape, device="cuda", dtype=dtype) for shape, dtype in inputs]
-        gm = torch.fx.symbolic_trace(fn)
-        try:
-            with tracing(TracingContext(fake_mode)):
-                compile_fx(gm, args)
-        except Exception:
-            # Loading the wrapper needs a CUDA stream, which a CPU build cannot give; by then the
-            # code has been captured.  Anything that fails earlier leaves no source and re-raises.
-            if not plan.sources:
-                raise
-    return plan
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with fake_mode:
+        args = [torch.empty(shape, device="cuda", dtype=dtype) for shape, dtype in inputs]
+    gm = torch.fx.symbolic_trace(fn)
+    try:
+        with tracing(TracingContext(fake_mode)):
+            compile_fx(gm, args)
+    except Exception:
+        # Loading the wrapper needs a CUDA stream, which a CPU build cannot give; by then the
+        # code has been captured.  Anything that fails earlier leaves no source and re-raises.
+        if not captured():
+            raise
 
 
 def generate_sources(
@@ -89,22 +95,10 @@ def generate_sources(
 ) -> list[str]:
     """Inductor's wrapper code for ``fn`` with whatever choices hook is configured (no tuning plan)."""
     import torch._inductor.config as inductor_config
-    from torch._guards import TracingContext, tracing
-    from torch._inductor.compile_fx import compile_fx
     from torch._inductor.graph import GraphLowering
-    from torch._subclasses.fake_tensor import FakeTensorMode
 
     sources: list[str] = []
     with fake_cuda(major, sm_count), inductor_config.patch(force_disable_caches=True, compile_threads=1), \
             mock.patch.object(GraphLowering, "save_output_code", staticmethod(sources.append)):
-        fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        with fake_mode:
-            args = [torch.empty(shape, device="cuda", dtype=dtype) for shape, dtype in inputs]
-        gm = torch.fx.symbolic_trace(fn)
-        try:
-            with tracing(TracingContext(fake_mode)):
-                compile_fx(gm, args)
-        except Exception:
-            if not sources:  # as in generate(): only the final wrapper load may fail
-                raise
+        _compile_on_fake_cuda(fn, inputs, captured=lambda: bool(sources))
     return sources
