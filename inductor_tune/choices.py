@@ -94,18 +94,26 @@ def _choices_base():
 
 
 class TrialChoices(_choices_base()):
-    """InductorChoices that applies the active CompilePlan to reduction kernels."""
+    """InductorChoices that applies the active CompilePlan to reduction kernels and, outside a plan,
+    the rules installed by ``inductor_tune.install`` (a tuning plan wins over installed rules)."""
 
     def uuid(self) -> str | None:
         # torch 2.13 folds this into the FX-graph cache key; the tuner disables that cache anyway.
         plan = _ACTIVE
-        return hashlib.sha256(plan.config.to_json().encode()).hexdigest() if plan else "inductor-default"
+        if plan is not None:
+            return hashlib.sha256(plan.config.to_json().encode()).hexdigest()
+        from .heuristics import installed_digest
+
+        digest = installed_digest()
+        return f"inductor-tune-heuristics-{digest}" if digest else "inductor-default"
 
     def triton_kernel_kwargs(self, kernel_cls, features, groups, kernel_kwargs):
         kernel_kwargs = super().triton_kernel_kwargs(kernel_cls, features, groups, kernel_kwargs)
         plan = _ACTIVE
         if plan is None:
-            return kernel_kwargs
+            from .heuristics import apply_rules
+
+            return apply_rules(features, groups, kernel_kwargs)
         from torch._inductor.virtualized import V
 
         try:
@@ -120,9 +128,12 @@ class TrialChoices(_choices_base()):
         if set(tiling) - {"x", "r0_"}:
             plan.untunable.append(f"{key}: tiling {sorted(tiling)} is not a plain x/r0_ reduction")
             return kernel_kwargs
-        plan.slots.append(
-            KernelSlot(key, plan.backward, xnumel, rnumel, mix, mix or self._default_persistent(features))
-        )
+        from .torch_rules import kernel_reduction_types, reductions_key
+
+        plan.slots.append(KernelSlot(
+            key, plan.backward, xnumel, rnumel, mix, mix or self._default_persistent(features),
+            reductions_key(kernel_reduction_types(features)),
+        ))
         cfg = None if plan.config.inductor_default else plan.config.slot_map().get(key)
         if cfg is None:
             return kernel_kwargs

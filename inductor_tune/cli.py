@@ -59,12 +59,34 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("db", nargs="+", help="SQLite files or SQLAlchemy URLs")
     d.add_argument("--gpu", required=True, help="GPU fingerprint or (part of its) name, e.g. H200")
     d.add_argument("--out", help="heuristic file to write (default heuristics/<gpu>.yaml)")
-    d.add_argument("--min-coverage", type=float, default=0.5,
-                   help="fraction of a size group's shapes a rule's config must have been measured at (default 0.5)")
+    d.add_argument("--min-coverage", type=float, default=1.0,
+                   help="fraction of a size group's shapes a rule's config must have been timed at, interleaved "
+                   "with the default (default 1: every shape; `crossmeasure` times them)")
     d.add_argument("--allow-replayed", action="store_true",
                    help="also fit replayed studies (the CPU demo); recorded in the file's provenance")
-    d.add_argument("--min-shapes", type=int, default=2,
-                   help="fewest measured shapes a rule may rest on (default 2)")
+    d.add_argument("--min-shapes", type=int, default=1,
+                   help="fewest measured shapes a rule may rest on (default 1)")
+    d.add_argument("--hold-out", metavar="SHAPES",
+                   help="comma-separated MxN shapes (every kernel) kept out of the fit and scored on instead")
+
+    c = sub.add_parser(
+        "crossmeasure", help="on the GPU: time each size group's best configs at every shape of the group "
+        "(interleaved with Inductor's default), the evidence `distill` needs to choose robust rules",
+    )
+    c.add_argument("db", nargs="+", help="databases with the studies (SQLite files or SQLAlchemy URLs)")
+    c.add_argument("--storage", default="db/crossmeasure.sqlite",
+                   help="where the records go (default db/crossmeasure.sqlite); pass it to `distill` too")
+    c.add_argument("--kernels", help="only these kernels (comma-separated)")
+    c.add_argument("--top", type=int, default=3, help="best configs taken from each shape of a group (default 3)")
+    c.add_argument("--neighbours", type=int, default=2,
+                   help="best configs taken from each shape of the adjacent size groups (default 2)")
+    c.add_argument("--max-configs", type=int, default=10, help="configs timed per shape at most (default 10)")
+    c.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
+    c.add_argument("--gpu", type=int, default=0, help="CUDA device index (default 0)")
+    c.add_argument("--workers", type=int, help="worker processes (default: CPU cores - 1)")
+    c.add_argument("--replay", metavar="DB", help="answer from measurements recorded in DB (labelled replayed)")
+    c.add_argument("--plan-only", metavar="GPU", help="print the plan for the studies of this GPU and stop (no GPU)")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     v = sub.add_parser(
         "validate", help="measure a heuristic file on the GPU against Inductor's default, the best found and peers",
@@ -421,6 +443,68 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_crossmeasure(args) -> int:
+    from . import crossmeasure, experiment as experiment_mod
+    from .distill import DistillError, load_points, open_stores, select_gpu
+    from .store import Store, check_url
+
+    if args.rounds < 2 or min(args.top, args.max_configs) < 1 or args.neighbours < 0:
+        raise CliError("--rounds must be at least 2, --top and --max-configs at least 1, --neighbours at least 0")
+    kernels = set(experiment_mod.parse_kernels(args.kernels)) if args.kernels else None
+    urls = [_storage_url(d) for d in args.db]
+    for url in urls:
+        check_url(url, create=False)
+    storage = _storage_url(args.storage)
+    check_url(storage, create=True)
+
+    def planned(query: str):
+        try:
+            stores = open_stores(urls)
+            gpu = select_gpu(stores, query)
+        except DistillError as exc:
+            raise CliError(str(exc)) from None
+        points, _ = load_points(stores, gpu, args.db, allow_replayed=bool(args.replay))
+        points = [p for p in points if kernels is None or p.kernel in kernels]
+        if not points:
+            raise CliError(f"no usable single-kernel study of {gpu.fingerprint} in {', '.join(args.db)}")
+        return crossmeasure.plan(points, args.top, args.neighbours, args.max_configs)
+
+    if args.plan_only:
+        items = planned(args.plan_only)
+        print(crossmeasure.describe(items))
+        print(f"{len(items)} shapes, {sum(len(i.configs) for i in items)} (shape, config) pairs")
+        return 0
+    from .choices import check_torch_supported
+    from .workers import BackendSpec, WorkerPool
+
+    check_torch_supported()
+    if args.replay:
+        backend = BackendSpec("replay", _storage_url(args.replay))
+        check_url(backend.source, create=False)
+    else:
+        import torch
+
+        backend = BackendSpec()
+        if not torch.cuda.is_available():
+            raise CliError(NO_GPU.format(cmd="crossmeasure"))
+    from tqdm import tqdm
+
+    from .search import fingerprint_key
+
+    store = Store(storage, create=True)
+    workers = args.workers or max(1, (os.cpu_count() or 2) - 1)
+    with WorkerPool(args.gpu, workers, 900, backend=backend) as pool:
+        # Only the GPU and software stack the studies ran on can confirm their configs.
+        items = planned(fingerprint_key(pool.fingerprint))
+        with tqdm(total=len(items), disable=args.no_progress, unit="shape", desc="crossmeasuring") as bar:
+            counts = crossmeasure.run(items, pool, store, args.rounds, progress=bar)
+    print(crossmeasure.describe(items))
+    print(f"{counts['stored']} shapes measured, {counts['skipped']} already measured, {counts['failed']} failed; "
+          f"records in {storage} "
+          f"(next: inductor-tune distill {' '.join(args.db)} {args.storage} --gpu ...)")
+    return 1 if counts["failed"] else 0
+
+
 def cmd_distill(args) -> int:
     from .distill import DistillError, FitParams, distill
     from .heuristics import dump
@@ -430,9 +514,12 @@ def cmd_distill(args) -> int:
     for db in args.db:
         if "://" not in db and not os.path.exists(db):
             raise CliError(f"no database at {db}")
+    from . import experiment as experiment_mod
+
+    hold_out = experiment_mod.parse_shapes(args.hold_out) if args.hold_out else ()
     params = FitParams(min_coverage=args.min_coverage, min_shapes=args.min_shapes, allow_replayed=args.allow_replayed)
     try:
-        heur = distill([_storage_url(db) for db in args.db], args.gpu, params, names=args.db)
+        heur = distill([_storage_url(db) for db in args.db], args.gpu, params, names=args.db, hold_out=hold_out)
     except DistillError as exc:
         raise CliError(str(exc)) from None
     out = args.out or os.path.join("heuristics", f"{heur.gpu.name.split()[-1].lower()}.yaml")
@@ -450,9 +537,11 @@ def cmd_distill(args) -> int:
     for scheme, result in heur.holdout.items():
         if isinstance(result, dict) and "summary" in result:
             s = result["summary"]["all"]
+            known = (f"; where known: geomean speedup {s['geomean_speedup']:.3f}, worst {s['worst_speedup']:.3f}, "
+                     f"{s['geomean_vs_best_found']:.3f} of the best found (worst {s['worst_vs_best_found']:.3f})"
+                     if "geomean_speedup" in s else "")
             print(f"held out ({scheme}): {s['shapes']} shapes: {s['measured']} measured, {s['unmeasured']} "
-                  f"unmeasured, {s['keep_default']} keep default, {s['no_rule']} no rule; geomean speedup "
-                  f"{s['geomean_speedup']:.3f} where known (best found there {s['oracle_geomean_same_shapes']:.3f})")
+                  f"unmeasured, {s['keep_default']} keep default, {s['no_rule']} no rule{known}")
     return 0
 
 
@@ -486,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     handlers = {
         "gpus": cmd_gpus, "tune": cmd_tune, "sweep": cmd_tune, "show": cmd_show, "report": cmd_report,
-        "distill": cmd_distill, "patch": cmd_patch, "validate": cmd_validate, "bench-search": cmd_bench_search, "demo": cmd_demo,
+        "distill": cmd_distill, "crossmeasure": cmd_crossmeasure, "patch": cmd_patch, "validate": cmd_validate, "bench-search": cmd_bench_search, "demo": cmd_demo,
     }
     try:
         return handlers[args.command](args)

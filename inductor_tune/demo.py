@@ -1,8 +1,8 @@
 """``inductor-tune demo``: the whole pipeline on a CPU, replayed from the committed H200 sweeps.
 
 A short study per kernel/shape is answered by worker processes from ``db/sweeps.sqlite`` (real
-measurements, labelled replayed), then distilled into a heuristic file, drawn in a report and
-turned into a patch against the installed torch.  Nothing here is measured: every number comes
+measurements, labelled replayed), its best configs are cross-measured (replayed too), then distilled
+into a heuristic file, drawn in a report and turned into a patch against the installed torch.  Nothing here is measured: every number comes
 from the recorded sweeps, and every study and record says so.
 """
 
@@ -35,7 +35,8 @@ def _root() -> str:
 
 
 def run(out: str | None = None, trials: int = 12, sweeps: str | None = None) -> dict[str, str]:
-    """Run tune (replayed) -> distill -> report -> patch into ``out``; returns what was written where."""
+    """Run tune and crossmeasure (replayed) -> distill -> report -> patch into ``out``; returns what was
+    written where."""
     from .cli import CliError, main
 
     out = os.path.abspath(out or tempfile.mkdtemp(prefix="inductor-tune-demo-"))
@@ -49,6 +50,7 @@ def run(out: str | None = None, trials: int = 12, sweeps: str | None = None) -> 
                "report": os.path.join(out, "report", "index.html"), "patch": os.path.join(out, "demo.patch")}
     steps = [
         ("tune", ["tune", exp, "--replay", sweeps, "--no-progress"]),
+        ("crossmeasure", ["crossmeasure", db, "--replay", sweeps, "--storage", db, "--workers", "2", "--no-progress"]),
         ("distill", ["distill", db, "--gpu", "H200", "--allow-replayed", "--out", written["heuristics"]]),
         ("report", ["report", db, "--out", os.path.join(out, "report")]),
         ("patch", ["patch", written["heuristics"], "--out", written["patch"]]),

@@ -345,26 +345,47 @@ def probe(state: ProblemState, flags: GraphFlags) -> tuple[KernelSlot, ...]:
 
 
 def remeasure(
-    state: ProblemState, configs: Sequence[TrialConfig], timing: TimingSpec, rounds: int, gpu_lock
-) -> list[list[float | None]]:
-    """Median times per round for each config, interleaved round by round (drift hits all alike)."""
+    state: ProblemState, configs: Sequence[TrialConfig], timing: TimingSpec, rounds: int, gpu_lock, check: bool = False,
+) -> list[list[float | None]] | dict[str, list]:
+    """Median times per round for each config, interleaved round by round (drift hits all alike).
+
+    With ``check`` (configs measured at shapes they were not tuned on), each result is first compared
+    with the float64 reference and a wrong one is not timed; the reply is then a dict with the times,
+    each config's normwise error and why a config has no times (None where it has).
+    """
     calls: list[CompiledCall | None] = []
+    failures: list[str | None] = []
     for config in configs:
         try:
             call, plan = compile_plan(state, config)
-            calls.append(call if choices.verify_source(plan) is None else None)
+            reason = choices.verify_source(plan)
         except Exception as exc:
-            log.warning("finalist %s failed to compile again: %s", config.describe(), short_reason(exc, 200))
-            calls.append(None)
+            call, reason = None, f"{classify_exception(exc).value}: {short_reason(exc, 300)}"
+        if reason:
+            log.warning("%s not timed: %s", config.describe(), reason)
+        calls.append(None if reason else call)
+        failures.append(reason)
+    errors: list[float | None] = [None] * len(configs)
     times: list[list[float | None]] = [[] for _ in configs]
     with gpu_lock:
-        for call in calls:
-            if call is not None:
-                call.capture()
+        for i, call in enumerate(calls):
+            if call is None:
+                continue
+            if check:
+                errors[i] = reference_error(state.problem, state.inputs, state.grad_output, call.run_eager())
+                tol = TOLERANCES[state.problem.dtype]
+                if not errors[i] <= tol:
+                    failures[i] = f"wrong_result: normwise relative error {errors[i]:.3g} exceeds {tol:g}"
+                    calls[i] = None
+                    continue
+            call.capture()
         for _ in range(rounds):
             for i, call in enumerate(calls):
                 times[i].append(time_call(call.run, timing)[1] if call is not None else None)
-    return times
+    for call in calls:
+        if call is not None:
+            call.graph = None
+    return {"times": times, "errors": errors, "failures": failures} if check else times
 
 
 def gpu_fingerprint(index: int = 0) -> dict[str, Any]:

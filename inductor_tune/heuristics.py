@@ -78,16 +78,20 @@ class RuleSpec:
     xnumel: tuple[int, int]
     config: SlotConfig | None  # None: keep Inductor's default
     evidence: Evidence = Evidence()
+    reductions: str | None = None  # torch_rules.reductions_key of the kernels it covers; None: any
 
-    def matches(self, kind: str, element_size: int | None, rnumel_pow2: int, xnumel_pow2: int) -> bool:
+    def matches(self, kind: str, element_size: int | None, rnumel_pow2: int, xnumel_pow2: int,
+                reductions: str | None = None) -> bool:
         return (
             self.kind == kind and self.element_size == element_size
             and self.rnumel[0] <= rnumel_pow2 <= self.rnumel[1] and self.xnumel[0] <= xnumel_pow2 <= self.xnumel[1]
+            and (self.reductions is None or self.reductions == reductions)
         )
 
     def describe(self) -> str:
         what = self.config.describe() if self.config else "keep default"
-        return f"{self.kind} elem={self.element_size}B r={self.rnumel[0]}..{self.rnumel[1]} " \
+        fused = f" reductions={self.reductions}" if self.reductions else ""
+        return f"{self.kind}{fused} elem={self.element_size}B r={self.rnumel[0]}..{self.rnumel[1]} " \
                f"x={self.xnumel[0]}..{self.xnumel[1]}: {what}"
 
 
@@ -99,10 +103,11 @@ class Heuristics:
     holdout: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     not_covered: tuple[str, ...] = ()
 
-    def lookup(self, kind: str, element_size: int | None, rnumel: int, xnumel: int) -> RuleSpec | None:
+    def lookup(self, kind: str, element_size: int | None, rnumel: int, xnumel: int,
+               reductions: str | None = None) -> RuleSpec | None:
         """The rule covering a kernel (sizes are rounded up to powers of two, as Inductor's hints are)."""
         r, x = torch_rules.next_pow2(rnumel), torch_rules.next_pow2(xnumel)
-        return next((rule for rule in self.rules if rule.matches(kind, element_size, r, x)), None)
+        return next((rule for rule in self.rules if rule.matches(kind, element_size, r, x, reductions)), None)
 
     def table(self) -> torch_rules.Table:
         """The config rules as torch_rules consults them (keep-default rules need no entry)."""
@@ -112,7 +117,7 @@ class Heuristics:
                 persistent=r.config.persistent, XBLOCK=r.config.XBLOCK, num_warps=r.config.num_warps,
                 R0_BLOCK=None if r.config.persistent else r.config.R0_BLOCK,
                 num_stages=1 if r.config.persistent else r.config.num_stages,
-                RSPLIT_SIZE=r.config.RSPLIT_SIZE, NUM_STAGES=r.config.NUM_STAGES,
+                RSPLIT_SIZE=r.config.RSPLIT_SIZE, NUM_STAGES=r.config.NUM_STAGES, reductions=r.reductions,
             )
             for r in self.rules if r.config is not None
         )
@@ -129,7 +134,7 @@ class Heuristics:
         if not slot.mix_order and hint is None:
             return None
         kind = torch_rules.kernel_kind(hint or "", torch_rules.next_pow2(slot.rnumel), slot.mix_order)
-        return self.lookup(kind, ELEMENT_SIZES.get(dtype), slot.rnumel, slot.xnumel)
+        return self.lookup(kind, ELEMENT_SIZES.get(dtype), slot.rnumel, slot.xnumel, slot.reductions or None)
 
     def trial_config(self, slots: Sequence[KernelSlot], dtype: str, hints: Mapping[str, str] | None = None) -> TrialConfig:
         """What a compile under ``install`` forces: the config rules' slots, default elsewhere."""
@@ -174,10 +179,13 @@ def _config_dict(cfg: SlotConfig) -> dict[str, Any]:
 
 
 def _rule_dict(rule: RuleSpec) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "kind": rule.kind, "element_size": rule.element_size, "rnumel": list(rule.rnumel),
-        "xnumel": list(rule.xnumel), "action": "config" if rule.config else "keep_default",
-    }
+    out: dict[str, Any] = {"kind": rule.kind}
+    if rule.reductions is not None:
+        out["reductions"] = rule.reductions
+    out.update({
+        "element_size": rule.element_size, "rnumel": list(rule.rnumel), "xnumel": list(rule.xnumel),
+        "action": "config" if rule.config else "keep_default",
+    })
     if rule.config:
         out["config"] = _config_dict(rule.config)
     ev = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(rule.evidence).items()}
@@ -325,6 +333,10 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         element_size = _need(r, "element_size", where, int)
         if element_size not in (1, 2, 4, 8):
             raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+        reductions = r.get("reductions")
+        if reductions is not None and (not isinstance(reductions, str) or not reductions
+                                       or reductions != torch_rules.reductions_key(reductions.split("+"))):
+            raise HeuristicsError(f"{where}: reductions {reductions!r} is not like 'max+sum' (sorted, '+'-joined)")
         rnumel = _pow2_range(_need(r, "rnumel", where, list), f"{where}: rnumel")
         xnumel = _pow2_range(_need(r, "xnumel", where, list), f"{where}: xnumel")
         action = _need(r, "action", where, str)
@@ -338,10 +350,11 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
             raise HeuristicsError(f"{where}: evidence must be a mapping")
         fields = {f.name for f in dataclasses.fields(Evidence)}
         evidence = Evidence(**{k: tuple(v) if isinstance(v, list) else v for k, v in ev.items() if k in fields})
-        rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence)
+        rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence, reductions)
         for j, other in enumerate(rules):
-            if (other.kind, other.element_size) == (kind, element_size) and _overlap(other.rnumel, rnumel) \
-                    and _overlap(other.xnumel, xnumel):
+            same_kernels = other.reductions is None or reductions is None or other.reductions == reductions
+            if (other.kind, other.element_size) == (kind, element_size) and same_kernels \
+                    and _overlap(other.rnumel, rnumel) and _overlap(other.xnumel, xnumel):
                 raise HeuristicsError(f"{where}: overlaps rules[{j}] ({other.describe()})")
         rules.append(rule)
     return Heuristics(
@@ -368,54 +381,46 @@ def load(path: str) -> Heuristics:
 # -- installing into Inductor --------------------------------------------------------------------
 
 _INSTALLED: torch_rules.Table | None = None
+_INSTALLED_DIGEST: str | None = None
 
 
-class HeuristicChoices(TrialChoices):
-    """TrialChoices that, outside a tuning plan, forces the installed rules' configs.
+def installed_digest() -> str | None:
+    """The digest of the installed rules (TrialChoices.uuid folds it into torch 2.13's FX-cache key)."""
+    return _INSTALLED_DIGEST if _INSTALLED is not None else None
 
-    A tuning plan (``choices.activate_plan``) takes precedence, so the tuner measures what it asks
-    for even in a process where heuristics are installed.
+
+def apply_rules(features, groups, kernel_kwargs):
+    """The installed rules' config for one kernel, as TritonKernel kwargs (unchanged where none applies).
+
+    Called by ``choices.TrialChoices`` whenever no tuning plan is active: Inductor caches one choices
+    object per thread, and backward graphs compile on autograd's own thread, so the rules live in the
+    class every thread gets rather than in a subclass only later threads would see.
     """
+    if _INSTALLED is None:
+        return kernel_kwargs
+    mix = bool(kernel_kwargs.get("mix_order_reduction"))
+    tiling = groups[0] if groups and isinstance(groups[0], dict) else {}
+    if kernel_kwargs.get("fixed_config") is not None or set(tiling) - {"x", "r0_"}:
+        return kernel_kwargs
+    try:
+        rule = torch_rules.rule_for_features(features, mix, _INSTALLED)
+    except Exception as exc:  # a lookup failure must never break a user's compile
+        log.debug("heuristic lookup failed, keeping Inductor's config: %s", exc)
+        return kernel_kwargs
+    if rule is None:
+        return kernel_kwargs
+    if mix:
+        import torch._inductor.config as inductor_config
 
-    def __init__(self, heuristics_digest: str | None = None):
-        super().__init__()
-        self.heuristics_digest = heuristics_digest  # what uuid() reports, so cached graphs match the rules
-
-    def uuid(self) -> str | None:
-        from . import choices
-
-        if choices._ACTIVE is not None or _INSTALLED is None:
-            return super().uuid()
-        return "inductor-tune-heuristics-" + (self.heuristics_digest or hashlib.sha256(repr(_INSTALLED).encode()).hexdigest()[:16])
-
-    def triton_kernel_kwargs(self, kernel_cls, features, groups, kernel_kwargs):
-        from . import choices
-
-        if choices._ACTIVE is not None or _INSTALLED is None:
-            return super().triton_kernel_kwargs(kernel_cls, features, groups, kernel_kwargs)
-        mix = bool(kernel_kwargs.get("mix_order_reduction"))
-        tiling = groups[0] if groups and isinstance(groups[0], dict) else {}
-        if kernel_kwargs.get("fixed_config") is not None or set(tiling) - {"x", "r0_"}:
+        # The split was fixed before this hook runs; a mismatch would size the workspace wrongly.
+        if inductor_config.triton.mix_order_reduction_split_size != rule.RSPLIT_SIZE:
             return kernel_kwargs
-        try:
-            rule = torch_rules.rule_for_features(features, mix, _INSTALLED)
-        except Exception as exc:  # a lookup failure must never break a user's compile
-            log.debug("heuristic lookup failed, keeping Inductor's config: %s", exc)
-            return kernel_kwargs
-        if rule is None:
-            return kernel_kwargs
-        if mix:
-            import torch._inductor.config as inductor_config
-
-            # The split was fixed before this hook runs; a mismatch would size the workspace wrongly.
-            if inductor_config.triton.mix_order_reduction_split_size != rule.RSPLIT_SIZE:
-                return kernel_kwargs
-        cfg = SlotConfig(
-            persistent=rule.persistent, XBLOCK=rule.XBLOCK, num_warps=rule.num_warps, R0_BLOCK=rule.R0_BLOCK,
-            num_stages=rule.num_stages, RSPLIT_SIZE=rule.RSPLIT_SIZE, NUM_STAGES=rule.NUM_STAGES,
-        )
-        log.debug("heuristic rule %s -> %s", rule, cfg.describe())
-        return force_config(kernel_kwargs, cfg, mix)
+    cfg = SlotConfig(
+        persistent=rule.persistent, XBLOCK=rule.XBLOCK, num_warps=rule.num_warps, R0_BLOCK=rule.R0_BLOCK,
+        num_stages=rule.num_stages, RSPLIT_SIZE=rule.RSPLIT_SIZE, NUM_STAGES=rule.NUM_STAGES,
+    )
+    log.debug("heuristic rule %s -> %s", rule, cfg.describe())
+    return force_config(kernel_kwargs, cfg, mix)
 
 
 def _mix_split_wrapper(original):
@@ -540,8 +545,9 @@ def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
         inductor_config.fx_graph_cache = False
         functorch_config.enable_autograd_cache = False
         log.info("this torch: FX-graph and AOTAutograd caches off while the heuristics are installed")
-    _INSTALLED = heur.table()
-    inductor_config.inductor_choices_class = functools.partial(HeuristicChoices, heur.digest())
+    global _INSTALLED_DIGEST
+    _INSTALLED, _INSTALLED_DIGEST = heur.table(), heur.digest()
+    inductor_config.inductor_choices_class = TrialChoices
     if not hasattr(SIMDScheduling._codegen_mix_order_reduction, "__inductor_tune_original__"):
         SIMDScheduling._codegen_mix_order_reduction = _mix_split_wrapper(SIMDScheduling._codegen_mix_order_reduction)
     _drop_cached_choices()

@@ -85,6 +85,13 @@ class KernelSpec:
         activation_reads: (M, N) activation tensors the minimal kernel must read.
         activation_writes: (M, N) activation tensors it must write.
         vector_traffic: fp32 length-N vectors read or written (weights in, weight grads out).
+        reductions: the reduction types of its main kernel under Inductor's default graph flags
+            (``torch_rules.reductions_key``: the single forward kernel, or the fused mix-order
+            backward kernel, whose column reductions become pointwise code), as its scheduler
+            reports them on a GPU (on torch 2.11, H200); "" where there is no single such kernel.
+            Probes record them per kernel slot; studies probed before that fall back to these
+            (checked by tests/test_gpu.py; on CPU by tests/test_codegen_cpu.py, whose harness
+            skips the post-grad patterns that make softmax an online softmax).
     """
 
     name: str
@@ -96,6 +103,7 @@ class KernelSpec:
     activation_writes: int
     vector_traffic: int
     description: str
+    reductions: str = ""
 
     def minimal_bytes(self, shape: Shape, dtype: str) -> int:
         """Fewest bytes the op must move through device memory (GB/s is computed from this)."""
@@ -125,8 +133,8 @@ class KernelSpec:
         return torch.randn(shape.rows, shape.cols, generator=gen, device=device, dtype=DTYPES[dtype])
 
 
-def _spec(name, build, inputs, backward, grad_inputs, reads, writes, vectors, description) -> KernelSpec:
-    return KernelSpec(name, build, inputs, backward, grad_inputs, reads, writes, vectors, description)
+def _spec(name, build, inputs, backward, grad_inputs, reads, writes, vectors, description, reductions="") -> KernelSpec:
+    return KernelSpec(name, build, inputs, backward, grad_inputs, reads, writes, vectors, description, reductions)
 
 
 def _rms_builder(acc):
@@ -150,18 +158,21 @@ def _add_rms_builder(acc):
 CATALOG: dict[str, KernelSpec] = {
     s.name: s
     for s in (
-        _spec("rmsnorm_fwd", _rms_builder, ("x", "weight"), False, (), 1, 1, 1, "y = x * rsqrt(mean(x^2) + eps) * w"),
-        _spec("rmsnorm_bwd", _rms_builder, ("x", "weight"), True, ("x", "weight"), 2, 1, 2, "dx, dw of RMSNorm"),
-        _spec("layernorm_fwd", _ln_builder, ("x", "weight", "bias"), False, (), 1, 1, 2, "LayerNorm with weight and bias"),
+        _spec("rmsnorm_fwd", _rms_builder, ("x", "weight"), False, (), 1, 1, 1, "y = x * rsqrt(mean(x^2) + eps) * w",
+              "sum"),
+        _spec("rmsnorm_bwd", _rms_builder, ("x", "weight"), True, ("x", "weight"), 2, 1, 2, "dx, dw of RMSNorm", "sum"),
+        _spec("layernorm_fwd", _ln_builder, ("x", "weight", "bias"), False, (), 1, 1, 2, "LayerNorm with weight and bias",
+              "welford_reduce+welford_reduce"),
         _spec(
             "layernorm_bwd", _ln_builder, ("x", "weight", "bias"), True, ("x", "weight", "bias"), 2, 1, 3,
-            "dx, dw, db of LayerNorm",
+            "dx, dw, db of LayerNorm", "sum+sum",
         ),
-        _spec("softmax_fwd", _softmax_builder, ("x",), False, (), 1, 1, 0, "softmax over the last dim"),
-        _spec("softmax_bwd", _softmax_builder, ("x",), True, ("x",), 2, 1, 0, "dx of softmax"),
+        _spec("softmax_fwd", _softmax_builder, ("x",), False, (), 1, 1, 0, "softmax over the last dim",
+              "online_softmax_reduce+online_softmax_reduce"),
+        _spec("softmax_bwd", _softmax_builder, ("x",), True, ("x",), 2, 1, 0, "dx of softmax", "sum"),
         _spec(
             "add_rmsnorm_fwd", _add_rms_builder, ("x", "residual", "weight"), False, (), 2, 2, 1,
-            "h = x + residual; returns (RMSNorm(h), h)",
+            "h = x + residual; returns (RMSNorm(h), h)", "sum",
         ),
     )
 }

@@ -7,7 +7,9 @@ rule) and one small hook at each place Inductor makes a decision the rules cover
 * ``choices.py``, ``InductorChoices.should_use_persistent_reduction``: the persistent threshold;
 * ``runtime/triton_heuristics.py``, ``reduction`` and ``persistent_reduction``: the launch config of
   looped, persistent and fused mix-order kernels;
-* ``codegen/simd.py``, ``_codegen_mix_order_reduction``: the mix-order split size.
+* ``codegen/simd.py``, ``_codegen_mix_order_reduction``: the mix-order split size;
+* ``codegen/triton.py``, where a kernel's ``inductor_meta`` is built: the types of the reductions the
+  kernel fuses, which the rules key on and the config functions cannot see otherwise.
 
 Every hook returns to Inductor's own code when the rules module says None, which it does on any GPU
 but the one the rules were measured on.  The hooks are anchored on source snippets checked against
@@ -41,6 +43,21 @@ class Hook:
     anchor: str  # must occur exactly once; the hook goes right after it
     code: str
     what: str
+    # Other (anchor, code) pairs for torch versions whose source differs there; exactly one of all the
+    # anchors must be found, exactly once.
+    variants: tuple[tuple[str, str], ...] = ()
+
+    def choices(self) -> tuple[tuple[str, str], ...]:
+        return ((self.anchor, self.code), *self.variants)
+
+
+def _meta_hook(target: str) -> str:
+    return f"""        # Per-GPU distilled rules (runtime/distilled_reduction_rules.py) key on the fused reductions.
+        from ..runtime.distilled_reduction_rules import kernel_reduction_types
+
+        if fused_reductions := kernel_reduction_types(getattr(self, "features", None)):
+            {target}["reduction_types"] = fused_reductions
+"""
 
 
 HOOKS = (
@@ -102,6 +119,16 @@ HOOKS = (
 """,
         "the split-size override in _codegen_mix_order_reduction",
     ),
+    Hook(
+        "torch/_inductor/codegen/triton.py",
+        '        if self.mix_order_reduction:\n            out["RSPLIT_SIZE"] = self.rsplit_size\n',  # 2.13
+        _meta_hook("out"),
+        "the RSPLIT_SIZE entry of a kernel's inductor_meta",
+        variants=((  # 2.11 builds inductor_meta inline in codegen_kernel
+            '        if self.mix_order_reduction:\n            inductor_meta["RSPLIT_SIZE"] = self.rsplit_size\n',
+            _meta_hook("inductor_meta"),
+        ),),
+    ),
 )
 
 
@@ -148,7 +175,8 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
         gain = (f"{ev.gain_min:.2f}-{ev.gain_max:.2f}x (geomean {ev.gain_geomean:.2f}x) over Inductor's default at "
                 f"{len(ev.measured)} of {len(ev.shapes)} shapes, noise {100 * (ev.noise or 0):.1f}%"
                 if ev.gain_geomean is not None else "no measured gain recorded")
-        lines.append(f"        # {spec.kind}, rnumel {spec.rnumel[0]}..{spec.rnumel[1]}: {gain}")
+        fused = f" ({spec.reductions})" if spec.reductions else ""
+        lines.append(f"        # {spec.kind}{fused}, rnumel {spec.rnumel[0]}..{spec.rnumel[1]}: {gain}")
         for default in ev.inductor_default[:2]:
             lines.append(f"        # Inductor's default there: {default}")
         fields = ", ".join(
@@ -200,13 +228,15 @@ def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]
                 raise PatchError(f"torch {version}: cannot read {hook.path}: {exc.strerror}") from None
     patched = dict(sources)
     for hook in HOOKS:
-        count = sources[hook.path].count(hook.anchor)
-        if count != 1:
+        counts = [(sources[hook.path].count(anchor), anchor, code) for anchor, code in hook.choices()]
+        found = [(anchor, code) for count, anchor, code in counts if count]
+        if len(found) != 1 or sum(count for count, _, _ in counts) != 1:
             raise PatchError(
                 f"torch {version}: {hook.path} does not match what the generator expects ({hook.what} found "
-                f"{count} times, expected once); refusing to patch"
+                f"{sum(count for count, _, _ in counts)} times, expected once); refusing to patch"
             )
-        patched[hook.path] = patched[hook.path].replace(hook.anchor, hook.anchor + hook.code)
+        ((anchor, code),) = found
+        patched[hook.path] = patched[hook.path].replace(anchor, anchor + code)
     header = (
         f"inductor-tune patch: distilled reduction heuristics for {heur.gpu.name} "
         f"(sm{heur.gpu.cc}, {heur.gpu.sm_count} SMs) against torch {version}.\n"

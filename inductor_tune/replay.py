@@ -87,10 +87,15 @@ class ReplayBackend:
             return self._measurement(recording, TrialConfig.from_json(task.payload), task.problem.dtype)
         if task.kind == "remeasure":
             rounds = task.payload["rounds"]
-            times = []
+            times, errors, failures = [], [], []
             for text in task.payload["configs"]:
                 m = self._measurement(recording, TrialConfig.from_json(text), task.problem.dtype)
-                times.append([m.time_ms] * rounds)
+                ok = m.outcome == Outcome.OK
+                times.append([m.time_ms if ok else None] * rounds)
+                errors.append(m.rel_error)
+                failures.append(None if ok else f"{m.outcome.value}: {m.reason}")
+            if task.payload.get("check"):
+                return {"times": times, "errors": errors, "failures": failures}
             return times
         raise ValueError(f"unknown task kind {task.kind!r}")
 

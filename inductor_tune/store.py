@@ -20,7 +20,7 @@ from sqlalchemy import orm
 
 from .records import Measurement, Outcome
 
-SCHEMA_VERSION = 3  # 2: it_lease; 3: it_validation
+SCHEMA_VERSION = 4  # 2: it_lease; 3: it_validation; 4: it_crossmeasure
 
 
 class StoreError(RuntimeError):
@@ -92,6 +92,28 @@ class ValidationRecord(Base):
     result_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # times per round, errors, notes, configs
     timing_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
     created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
+
+
+class CrossMeasureRecord(Base):
+    """One `inductor-tune crossmeasure` task: candidate configs of a size group timed at one shape,
+    interleaved round by round with Inductor's default (configs[0])."""
+
+    __tablename__ = "it_crossmeasure"
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    gpu_id: orm.Mapped[int] = orm.mapped_column(sa.ForeignKey("it_gpu.id"))
+    kernel: orm.Mapped[str] = orm.mapped_column(sa.String(60))
+    rows: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    cols: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    dtype: orm.Mapped[str] = orm.mapped_column(sa.String(10))
+    configs_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # TrialConfig JSON per config, default first
+    rounds_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # per config, the median ms of each round
+    origin_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # per config, the shapes whose studies proposed it
+    # per config: normwise error against float64, and why it has no times (compile error, wrong result)
+    checks_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    timing_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    replayed: orm.Mapped[bool] = orm.mapped_column(default=False)
+    created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
+    gpu: orm.Mapped[Gpu] = orm.relationship()
 
 
 class TrialRecord(Base):
@@ -263,6 +285,21 @@ class Store:
         with self.session() as s:
             return list(s.scalars(sa.select(ValidationRecord).order_by(ValidationRecord.id)))
 
+    def add_crossmeasure(self, **fields: Any) -> int:
+        with self.session() as s:
+            record = CrossMeasureRecord(**fields)
+            s.add(record)
+            s.flush()
+            return record.id
+
+    def crossmeasures(self) -> list[CrossMeasureRecord]:
+        """Every cross-measure record, oldest first (absent in databases older than schema 4)."""
+        if not sa.inspect(self.engine).has_table(CrossMeasureRecord.__tablename__):
+            return []
+        with self.session() as s:
+            return list(s.scalars(sa.select(CrossMeasureRecord).options(orm.joinedload(CrossMeasureRecord.gpu))
+                                  .order_by(CrossMeasureRecord.id)))
+
     def upsert_gpu(self, fingerprint_key: str, info: dict[str, Any], ceiling_gbps: float) -> int:
         for attempt in range(2):  # another process may insert the same GPU between select and insert
             try:
@@ -357,17 +394,21 @@ class Store:
     # -- reads ------------------------------------------------------------------------------
 
     def finished(self, study_name: str, trials: int) -> bool:
-        """The study has its budget of measured trials and a verdict covering them."""
+        """The study has its budget of measured trials and a verdict covering every successful one
+        (a run stopped after more trials but before its verdict is not finished)."""
         with self.session() as s:
             study = s.scalar(sa.select(Study).where(Study.name == study_name))
             if study is None:
                 return False
             verdict = s.scalar(sa.select(Verdict).where(Verdict.study_id == study.id))
-            measured = s.scalar(
-                sa.select(sa.func.count()).select_from(TrialRecord)
-                .where(TrialRecord.study_id == study.id, TrialRecord.outcome != Outcome.CONSTRAINT)
-            )
-            return verdict is not None and measured >= trials
+
+            def count(*where) -> int:
+                return s.scalar(sa.select(sa.func.count()).select_from(TrialRecord)
+                                .where(TrialRecord.study_id == study.id, *where))
+
+            if verdict is None or count(TrialRecord.outcome != Outcome.CONSTRAINT) < trials:
+                return False
+            return verdict.trials_measured >= count(TrialRecord.outcome == Outcome.OK)
 
     def trials(self, study_id: int) -> list[TrialRecord]:
         with self.session() as s:

@@ -7,9 +7,11 @@ lookup (``rule_for_features``) from an ``InductorChoices`` subclass, so the run-
 patched torch cannot disagree on which kernels a rule covers.
 
 A rule keys on what Inductor knows when it picks a launch config: the kernel kind (reduction hint,
-Inductor's own persistent decision, mix-order fusion), the smallest element size among the kernel's
-tensors, and next_pow2 of the reduction and row counts (the ``size_hints`` Inductor's config
-functions receive).  Rules only exist for the GPU they were measured on (compute capability and SM
+Inductor's own persistent decision, mix-order fusion), the reductions the kernel fuses (their types
+as the scheduler records them, e.g. ``max+sum`` for softmax, ``sum`` for RMSNorm), the smallest
+element size among the kernel's tensors, and next_pow2 of the reduction and row counts (the
+``size_hints`` Inductor's config functions receive).  The reductions matter because the same size
+wants different launches: a looped softmax reads its row three times, a looped RMSNorm twice.  Rules only exist for the GPU they were measured on (compute capability and SM
 count); everywhere else, and for every kernel no rule covers, Inductor keeps its own heuristics.
 """
 
@@ -32,6 +34,7 @@ class Rule:
     num_stages: int = 1
     RSPLIT_SIZE: Optional[int] = None  # mix-order only
     NUM_STAGES: Optional[int] = None  # mix-order only
+    reductions: Optional[str] = None  # reductions_key() of the fused reductions; None: any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +62,20 @@ def next_pow2(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
+def reductions_key(types) -> str:
+    """Canonical text of a kernel's reduction types, one entry per reduction node: 'max+sum'."""
+    return "+".join(sorted(str(t) for t in types if t))
+
+
+def reduction_types(nodes) -> tuple:
+    """Reduction types of scheduler nodes (SIMDKernelFeatures.reduction_nodes() or a node's get_nodes())."""
+    found = []
+    for node in nodes:
+        if node.is_reduction():
+            found.append(str(node.node.get_reduction_type()))
+    return tuple(sorted(found))
+
+
 def kernel_kind(hint: Any, rnumel_pow2: int, mix_order: bool) -> str:
     """Which rule family covers a kernel; ``hint`` is a ReductionHint or its name."""
     name = getattr(hint, "name", str(hint)).split(".")[-1]
@@ -83,7 +100,9 @@ def device_matches(device: Any, table: Table = None) -> bool:
     )
 
 
-def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2: int, table: Table = None):
+def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2: int, table: Table = None,
+           reductions: Optional[str] = None):
+    """The rule for a kernel; a rule naming reductions only covers kernels with exactly those."""
     table = table or TABLE
     for rule in table.rules:
         if (
@@ -91,6 +110,7 @@ def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2
             and rule.element_size == element_size
             and rule.rnumel[0] <= rnumel_pow2 <= rule.rnumel[1]
             and rule.xnumel[0] <= xnumel_pow2 <= rule.xnumel[1]
+            and (rule.reductions is None or rule.reductions == reductions)
         ):
             return rule
     return None
@@ -138,7 +158,10 @@ def rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, 
     rnumel, xnumel = size_hints["r0_"], size_hints["x"]
     kind = kernel_kind(reduction_hint, rnumel, mix_order)
     element_size = element_size_from_signature(triton_meta.get("signature", {}))
-    return lookup(kind, element_size, rnumel, xnumel, table)
+    # Written into inductor_meta at codegen (the patch's hook in codegen/triton.py).
+    types = (inductor_meta or {}).get("reduction_types")
+    reductions = reductions_key(types) if types else None
+    return lookup(kind, element_size, rnumel, xnumel, table, reductions)
 
 
 def rule_for_features(features, mix_order: bool, table=None):
@@ -157,7 +180,8 @@ def rule_for_features(features, mix_order: bool, table=None):
         return None
     kind = kernel_kind(features.get_reduction_hint(), next_pow2(rnumel), mix_order)
     element_size = element_size_from_buffers(features.buf_accesses())
-    return lookup(kind, element_size, next_pow2(rnumel), next_pow2(xnumel), table)
+    reductions = reductions_key(kernel_reduction_types(features))
+    return lookup(kind, element_size, next_pow2(rnumel), next_pow2(xnumel), table, reductions)
 
 
 # -- entry points of the patched Inductor functions --------------------------------------------
@@ -211,8 +235,21 @@ def mix_order_config(size_hints, reduction_hint, inductor_meta, triton_meta):
     return Config(kwargs, num_warps=rule.num_warps, num_stages=1)
 
 
+def kernel_reduction_types(features) -> tuple:
+    """codegen/triton.py: the fused reductions, written into inductor_meta for the config functions."""
+    if features is None:
+        return ()
+    try:
+        return reduction_types(features.reduction_nodes())
+    except Exception:  # kernels without scheduler nodes (templates, foreach): no rule keys on them
+        return ()
+
+
 def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
-    """SIMDScheduling._codegen_mix_order_reduction: the rule's split size (RSPLIT_SIZE)."""
+    """SIMDScheduling._codegen_mix_order_reduction: the rule's split size (RSPLIT_SIZE).
+
+    ``node`` is the row-wise side of the fusion (``node1`` there); the fused kernel turns the other
+    side's reductions into pointwise code, so its reduction nodes are ``node``'s alone."""
     import torch._inductor.config as config
     from torch._inductor.runtime.hints import DeviceProperties
 
@@ -225,5 +262,6 @@ def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
     if not device_matches(DeviceProperties.create(device), table):
         return None
     names = [dep.name for dep in (*node.read_writes.reads, *node.read_writes.writes)]
-    rule = lookup("mix_order", element_size_from_buffers(names), next_pow2(rnumel), next_pow2(xnumel), table)
+    rule = lookup("mix_order", element_size_from_buffers(names), next_pow2(rnumel), next_pow2(xnumel), table,
+                  reductions_key(reduction_types(node.get_nodes())))
     return None if rule is None else rule.RSPLIT_SIZE

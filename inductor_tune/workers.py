@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import functools
 import gc
 import logging
 import multiprocessing as mp
@@ -29,21 +30,47 @@ LEAK_LIMIT_BYTES = 1 << 30
 
 
 class GpuLock:
-    """Exclusive use of one GPU for measuring, across processes (flock dies with its holder)."""
+    """Exclusive use of one GPU for measuring, across processes (flock dies with its holder).
+
+    Re-entrant within a process: Inductor's own autotuning takes it too (``_lock_inductor_benchmarks``),
+    also when it runs inside a section that already holds it."""
 
     def __init__(self, path: str):
         self.path = path
         self._fd: int | None = None
+        self._depth = 0
 
     def __enter__(self):
-        self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        if self._depth == 0:
+            self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._depth += 1
         return self
 
     def __exit__(self, *exc):
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
-        os.close(self._fd)
-        self._fd = None
+        self._depth -= 1
+        if self._depth == 0:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _lock_inductor_benchmarks(lock: GpuLock) -> None:
+    """Make Inductor's own benchmarking (autotuning its candidate configs at a kernel's first call,
+    which runs outside the timed sections) hold the GPU lock.  Unlocked, a default compile that
+    autotunes kept the GPU busy for tens of milliseconds while another worker timed: seen on an H200
+    as single interleaved rounds 2x slower than the others."""
+    from torch._inductor.runtime import benchmarking
+
+    bench = benchmarking.benchmarker
+    original = bench.benchmark_gpu
+
+    @functools.wraps(original)
+    def locked(*args, **kwargs):
+        with lock:
+            return original(*args, **kwargs)
+
+    bench.benchmark_gpu = locked  # the instance every CachingAutotuner imported
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +110,7 @@ class GpuBackend:
         # choices hook must run in this process, not in Inductor's own compile subprocesses.
         inductor_config.compile_threads = 1
         choices.install()
+        _lock_inductor_benchmarks(lock)
         self.lock = lock
         torch.cuda.init()
         with lock:
@@ -105,7 +133,8 @@ class GpuBackend:
             return evaluate.probe(self.state, GraphFlags(**task.payload))
         if task.kind == "remeasure":
             configs = [TrialConfig.from_json(p) for p in task.payload["configs"]]
-            return evaluate.remeasure(self.state, configs, task.timing, task.payload["rounds"], self.lock)
+            return evaluate.remeasure(self.state, configs, task.timing, task.payload["rounds"], self.lock,
+                                      task.payload.get("check", False))
         if task.kind == "validate":
             from .validate import measure_variants
 

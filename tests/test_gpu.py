@@ -120,3 +120,34 @@ def test_short_study_ends_at_least_as_fast_as_default(tmp_path):
     assert verdict is not None and verdict.default_ms > 0
     # The reported best is the re-measured winner when it beats the noise, else the default.
     assert row.best_gbps >= row.default_gbps
+
+
+def test_catalog_reductions_match_what_the_probe_sees(hooked):
+    """Studies probed before slots recorded their reductions fall back to the catalog's entry."""
+    from inductor_tune import evaluate
+    from inductor_tune.kernels import CATALOG
+    from inductor_tune.space import INDUCTOR_DEFAULT
+
+    for name, spec in CATALOG.items():
+        _, plan = evaluate.compile_plan(_state(name, "8192x2048"), INDUCTOR_DEFAULT)
+        main = [s for s in plan.slots if s.mix_order] or plan.slots
+        assert len(main) == 1, (name, plan.slots)
+        assert main[0].reductions == spec.reductions, (name, main[0])
+
+
+def test_inductor_autotuning_takes_the_gpu_lock(hooked):
+    """A default compile that autotunes several candidate configs must not run beside a timing."""
+    from inductor_tune import evaluate, workers
+    from inductor_tune.space import INDUCTOR_DEFAULT
+
+    entered = []
+
+    class RecordingLock(_NoLock):
+        def __enter__(self):
+            entered.append(1)
+            return self
+
+    workers._lock_inductor_benchmarks(RecordingLock())
+    # RMSNorm at N=4096 is looped with Inductor's extra persistent-RBLOCK candidate: it autotunes.
+    call, _ = evaluate.compile_plan(_state("rmsnorm_fwd", "8192x4096"), INDUCTOR_DEFAULT)
+    assert entered, "Inductor's autotuning benchmark ran without the GPU lock"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -80,3 +81,25 @@ def test_validate_two_shapes(tmp_path):
     records = Store(f"sqlite:///{storage}", create=False).validations()
     assert sorted((r.rows, r.cols) for r in records) == [(16384, 3072), (32768, 4096)]
     assert all('"inductor_default"' in r.result_json for r in records)
+
+
+def test_mix_order_rule_sets_the_split_and_the_launch_config():
+    """The split size (chosen where the fusion is planned) and the kernel's config (chosen at codegen)
+    key on the same reductions, so a mix-order rule applies as a whole."""
+    from inductor_tune import heuristics
+    from inductor_tune.distill import X_UNBOUNDED
+    from inductor_tune.space import SlotConfig
+
+    props = torch.cuda.get_device_properties(0)
+    gpu = heuristics.GpuSpec(props.name, "test", f"{props.major}.{props.minor}", props.multi_processor_count, "", "")
+    cfg = SlotConfig(persistent=True, XBLOCK=2, num_warps=8, RSPLIT_SIZE=32, NUM_STAGES=3)
+    rule = heuristics.RuleSpec("mix_order", 2, (2048, 2048), (8192, X_UNBOUNDED), cfg, reductions="sum")
+    heur = heuristics.Heuristics(gpu, (rule,))
+    configs = _launch_configs("rmsnorm_bwd", "8192x2048", heur)[0]
+    forced = [c for c in configs if c.get("RSPLIT_SIZE")]
+    assert forced and forced[0]["RSPLIT_SIZE"] == 32 and forced[0]["NUM_STAGES"] == 3, configs
+    assert forced[0]["num_warps"] == 8 and forced[0].get("XBLOCK", 2) == 2, configs
+    other = heuristics.Heuristics(gpu, (dataclasses.replace(rule, reductions="sum+sum"),))
+    assert not any(c.get("RSPLIT_SIZE") == 32 and c["num_warps"] == 8 for c in
+                   _launch_configs("rmsnorm_bwd", "8192x2048", other)[0])
+

@@ -1,0 +1,169 @@
+"""Time each size group's candidate configs at every shape of the group (``inductor-tune crossmeasure``).
+
+A study of 20 trials measures a config at the one shape it tuned, so ``distill`` rarely knows how a
+promising config does at the other shapes of its size group, and a rule chosen for robustness needs
+exactly that.  This step, on the GPU the studies ran on, takes per group (kernel kind, reductions,
+element size, next_pow2(rnumel)) the best configs the group's studies found and those of the
+neighbouring size groups, and times all of them at every shape of the group, interleaved round by
+round with Inductor's default (the same ``remeasure`` task a study's verdict uses).  One record per
+shape goes to ``it_crossmeasure``; ``distill`` folds the ratios in as interleaved evidence.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+from typing import Sequence
+
+from .distill import ShapePoint, size_groups
+from .evaluate import Problem
+from .kernels import Shape
+from .records import TimingSpec
+from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, SlotConfig, TrialConfig, slot_violations
+
+log = logging.getLogger(__name__)
+
+# Crossmeasure times many configs per shape; a shorter window than a study's keeps a full plan within
+# one GPU session, and interleaving (not window length) is what cancels drift.
+TIMING = TimingSpec(rep_ms=20.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanItem:
+    point: ShapePoint
+    configs: tuple[SlotConfig, ...]
+    origins: tuple[tuple[str, ...], ...]  # per config, the shapes whose studies proposed it
+
+    @property
+    def problem(self) -> Problem:
+        return Problem(self.point.kernel, Shape(self.point.rows, self.point.cols), self.point.dtype)
+
+    def trial_configs(self) -> list[TrialConfig]:
+        """Inductor's default first, then each candidate forced onto this shape's kernel."""
+        key = self.point.slot.key
+        return [INDUCTOR_DEFAULT] + [TrialConfig(DEFAULT_FLAGS, ((key, cfg),)) for cfg in self.configs]
+
+
+def _top(point: ShapePoint, k: int) -> list[SlotConfig]:
+    """The k fastest configs this shape's own studies tried (ties broken by description)."""
+    mine = [cfg for cfg in point.speedups if cfg in point.proposed]
+    return sorted(mine, key=lambda c: (-point.speedups[c], c.describe()))[:k]
+
+
+def plan(points: Sequence[ShapePoint], top: int = 3, neighbours: int = 2, max_configs: int = 10) -> list[PlanItem]:
+    """Per shape, the configs to time there: the ``top`` best of each shape of its group, then the
+    ``neighbours`` best of each shape of the two adjacent size groups of the same family (so that
+    ``distill`` can tell whether one rule spans them), kept where legal at every shape of the group."""
+    groups = size_groups(points)
+    proposers: dict[SlotConfig, list[str]] = {}
+    for p in points:
+        for cfg in p.proposed:
+            proposers.setdefault(cfg, []).append(p.label)
+    items = []
+    for (kind, element_size, reductions, r), group in groups.items():
+        wanted: list[SlotConfig] = []
+        for p in group:
+            wanted += _top(p, top)
+        for adjacent in (r // 2, r * 2):
+            for p in groups.get((kind, element_size, reductions, adjacent), ()):
+                wanted += _top(p, neighbours)
+        configs: list[SlotConfig] = []
+        for cfg in wanted:
+            if cfg not in configs and not any(slot_violations(p.slot, cfg) for p in group):
+                configs.append(cfg)
+        configs = configs[:max_configs]
+        for p in group:
+            items.append(PlanItem(p, tuple(configs), tuple(tuple(sorted(proposers.get(c, ()))) for c in configs)))
+    return items
+
+
+def bytes_needed(item: PlanItem, fixed: float, factor: dict[bool, float]) -> float:
+    """GPU memory one worker needs to keep every config of the item compiled and captured at once."""
+    element = 4 if item.point.dtype == "fp32" else 2
+    activation = item.point.rows * item.point.cols * element
+    backward = item.point.slot.backward
+    per_config = 3 if backward else 1  # outputs of each captured graph (backward: saved tensors too)
+    return fixed + activation * (factor[backward] + per_config * (len(item.configs) + 1))
+
+
+def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingSpec = TIMING, progress=None) -> dict:
+    """Measure every item (one worker task each, as many at once as GPU memory allows) and store a
+    record per item; items this GPU stack already has a complete record of are skipped (a run cut
+    short resumes).  Returns counts of stored, skipped and failed items."""
+    from .search import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES, fingerprint_key
+    from .workers import Task, TaskFailure
+
+    replayed = bool(pool.fingerprint.get("replayed"))
+    key = fingerprint_key(pool.fingerprint)
+    gpu_info = {k: v for k, v in pool.fingerprint.items() if k != "replayed"}
+    gpu_id = store.upsert_gpu(key, gpu_info, pool.ceiling_gbps)
+    memory = pool.fingerprint["memory_bytes"]
+    done = {(r.kernel, r.rows, r.cols, r.dtype, r.configs_json) for r in store.crossmeasures()
+            if r.gpu.fingerprint == key and json.loads(r.rounds_json)}
+
+    def width(item: PlanItem) -> int:
+        need = bytes_needed(item, WORKER_FIXED_BYTES, WORKER_ACTIVATION_FACTOR)
+        return max(1, min(pool.size, math.floor(0.85 * memory / need)))
+
+    todo = [i for i in items if (i.point.kernel, i.point.rows, i.point.cols, i.point.dtype,
+                                 json.dumps(payload_configs(i))) not in done]
+    counts = {"stored": 0, "skipped": len(items) - len(todo), "failed": 0}
+    if progress is not None:
+        progress.update(counts["skipped"])
+    # Smallest first: the allowed width only shrinks, so idle workers are released once, in order.
+    pending = sorted(todo, key=width, reverse=True)
+    tasks: dict[int, PlanItem] = {}
+    released = pool.size
+    while pending or pool.busy():
+        if pending:
+            allowed = width(pending[0])
+            if allowed < released:  # idle workers beyond the new width give their GPU memory back
+                pool.release(keep=allowed)
+                released = allowed
+            for index in pool.idle(allowed):
+                if not pending or pool.busy() >= width(pending[0]):
+                    break
+                item = pending.pop(0)
+                payload = {"configs": payload_configs(item), "rounds": rounds, "check": True}
+                task = Task(len(tasks), "remeasure", item.problem, payload, timing)
+                tasks[task.task_id] = item
+                pool.dispatch(index, task)
+        for task, result in pool.collect():
+            item = tasks[task.task_id]
+            if isinstance(result, TaskFailure):
+                counts["failed"] += 1
+                log.warning("crossmeasure of %s failed (%s): %s", item.point.label, result.outcome.value, result.reason)
+                result = {"times": [], "errors": [], "failures": [f"{result.outcome.value}: {result.reason}"[:2000]]}
+            else:
+                counts["stored"] += 1
+            store.add_crossmeasure(
+                gpu_id=gpu_id, kernel=item.point.kernel, rows=item.point.rows, cols=item.point.cols,
+                dtype=item.point.dtype, configs_json=json.dumps(payload_configs(item)),
+                rounds_json=json.dumps(result["times"]), origin_json=json.dumps([list(o) for o in item.origins]),
+                checks_json=json.dumps({"errors": result["errors"], "failures": result["failures"]}),
+                timing_json=json.dumps({**dataclasses.asdict(timing), "rounds": rounds, "interleaved": True}),
+                replayed=replayed,
+            )
+            if progress is not None:
+                progress.update(1)
+    return counts
+
+
+def payload_configs(item: PlanItem) -> list[str]:
+    return [c.to_json() for c in item.trial_configs()]
+
+
+def describe(items: Sequence[PlanItem]) -> str:
+    """One line per size group: how many shapes and which configs will be timed there."""
+    lines, seen = [], set()
+    for item in items:
+        p = item.point
+        key = (p.family, p.r_pow2)
+        if key in seen:
+            continue
+        seen.add(key)
+        shapes = sum(1 for i in items if (i.point.family, i.point.r_pow2) == key)
+        lines.append(f"{p.kind} {p.reductions} r={p.r_pow2}: {shapes} shape(s) x {len(item.configs)} config(s)")
+    return "\n".join(lines)
