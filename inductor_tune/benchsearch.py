@@ -11,16 +11,19 @@ the best config of the sweep and a strategy's k trials are k configs of the grid
 default_first=True)`` counts as the tuner does instead: trial 1 is Inductor's default (its recorded
 time; the sampler never sees it), and the optimum is the better of the grid's and the default.
 
-TPE variants (candidates for the tuner's default, README "Search strategies"): ``tpe-start``
-enqueues the grid config nearest Inductor's own choice as the first trial; ``tpe-warm`` enqueues
-the winners of the other sweeps of the same kernel (nearest N first, at most ``WARM_CONFIGS``;
-never the shape's own); ``tpe-warm-any`` the same from every kernel of the dtype (nearest N first); ``tpe-start-warm`` both; ``tpe-startup5`` 5 random startup trials instead of
-10; ``tpe-independent`` univariate TPE.
+``tpe-warm-any`` (``DEFAULT_STRATEGY``) is what the tuner does by default: TPE whose first trials
+are the winners of up to ``WARM_CONFIGS`` other sweeps of the dtype (nearest N first, the same kernel
+first at equal N; never the shape's own), chosen by ``warmstart.pick`` as the tuner chooses them.
+Plain ``tpe`` is the baseline.  The other TPE variants (README "Search strategies"): ``tpe-start``
+enqueues the grid config nearest Inductor's own choice as the first trial; ``tpe-warm`` warms from
+the same kernel only; ``tpe-start-warm`` start and warm; ``tpe-startup5`` 5 random startup trials
+instead of 10; ``tpe-independent`` univariate TPE.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -30,17 +33,20 @@ from typing import Any, Sequence
 
 import optuna
 
+from . import warmstart
+from .experiment import Experiment
 from .records import Outcome
 from .space import ConstraintViolation, SearchSpace, TrialConfig, params_of
 
 log = logging.getLogger(__name__)
 
 OPTUNA_STRATEGIES = ("tpe", "random", "cmaes", "gp")
-# TPE variants measured against the default (README "Search strategies"): what the tuner would do
-# if it enqueued configs as its first trials, or configured TPE differently.
+# TPE with enqueued first trials or other settings (README "Search strategies"); the tuner's default
+# is one of them, the others are what it was measured against.
 TPE_VARIANTS = ("tpe-warm", "tpe-warm-any", "tpe-start", "tpe-start-warm", "tpe-startup5", "tpe-independent")
 STRATEGIES = OPTUNA_STRATEGIES + ("grid", "coordinate") + TPE_VARIANTS
-WARM_CONFIGS = 3  # neighbouring shapes' winners enqueued by tpe-warm
+DEFAULT_STRATEGY = "tpe-warm-any"  # what the tuner does unless an experiment says otherwise
+WARM_CONFIGS = Experiment.warm_start  # neighbouring shapes' winners enqueued, as many as the tuner's default
 WITHIN = 0.02  # "within 2 % of the optimum"
 COORDINATE_THRESHOLD = 0.001  # Inductor's coordinate descent accepts a move only above this gain
 MAX_ILLEGAL_STREAK = 2000
@@ -142,28 +148,25 @@ def _shape_of(sweep: Sweep) -> tuple[str, int, str]:
     return kernel, int(shape.split("x")[1]), dtype
 
 
+def _sweep_best(sweep: Sweep) -> TrialConfig:
+    return TrialConfig.from_json(min((k for k, t in sweep.times.items() if t is not None), key=sweep.times.get))
+
+
 def warm_configs(sweep: Sweep, others: Sequence[Sweep], limit: int = WARM_CONFIGS,
                  other_kernels: bool = False) -> list[str]:
     """Best configs of the other sweeps of the same kernel and dtype, nearest N first, moved onto this
     shape's kernels and kept where they are configs of its grid (leave-one-shape-out: never its own).
-    ``other_kernels``: other kernels of the same dtype too (nearest N first, the same kernel first)."""
+    ``other_kernels``: other kernels of the same dtype too (nearest N first, the same kernel first),
+    as the tuner's warm start does (``warmstart.pick``)."""
     kernel, cols, dtype = _shape_of(sweep)
-    peers = [o for o in others if o.name != sweep.name and _shape_of(o)[2] == dtype
-             and (other_kernels or _shape_of(o)[0] == kernel)]
-    peers.sort(key=lambda o: (abs(math.log2(_shape_of(o)[1] / cols)), _shape_of(o)[0] != kernel, _shape_of(o)[1]))
-    out: list[str] = []
-    for peer in peers:
-        best = TrialConfig.from_json(min((k for k, t in peer.times.items() if t is not None), key=peer.times.get))
-        structures = dict(sweep.space.structures)
-        slots = structures.get(best.flags, ())
-        if len(slots) != len(best.slots):
-            continue
-        moved = _canonical(TrialConfig(best.flags, tuple((s.key, c) for s, (_, c) in zip(slots, best.slots))).to_json())
-        if moved in sweep.times and moved not in out:
-            out.append(moved)
-        if len(out) == limit:
-            break
-    return out
+    sources = [
+        warmstart.Source(o.name, _shape_of(o)[0], _shape_of(o)[1], o.space, functools.partial(_sweep_best, o))
+        for o in others
+        if o.name != sweep.name and _shape_of(o)[2] == dtype and (other_kernels or _shape_of(o)[0] == kernel)
+    ]
+    picked = warmstart.pick(kernel, cols, sweep.space, sources, limit,
+                            accept=lambda config: _canonical(config.to_json()) in sweep.times)
+    return [_canonical(config.to_json()) for config, _ in picked]
 
 
 def _optuna_run(sweep: Sweep, strategy: str, seed: int, budget: int, others: Sequence[Sweep] = ()) -> list[float]:
@@ -331,11 +334,15 @@ def summarize(runs: Sequence[Run], sweeps: Sequence[Sweep], ks: Sequence[int] = 
 def render(summaries: Sequence[StrategySummary]) -> str:
     ks = sorted({k for s in summaries for k in s.fraction_at})
     header = ["strategy", "runs", "trials to 2% (median shape)", "p90", "never"] + [f"frac@{k}" for k in ks]
-    rows = [[s.strategy, str(s.runs), _num(s.median_shape_trials), _num(s.p90_trials), str(s.never)]
+    rows = [[_label(s.strategy), str(s.runs), _num(s.median_shape_trials), _num(s.p90_trials), str(s.never)]
             + [f"{s.fraction_at.get(k, float('nan')):.3f}" for k in ks] for s in summaries]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def _label(strategy: str) -> str:
+    return f"{strategy} (default)" if strategy == DEFAULT_STRATEGY else strategy
 
 
 def _num(x: float) -> str:
@@ -355,7 +362,7 @@ def plot(runs: Sequence[Run], sweeps: Sequence[Sweep], path: str) -> None:
         budget = len(mine[0].best_ms)
         mean = [statistics.fmean(optimum[r.sweep] / r.best_ms[k] if r.best_ms[k] < math.inf else 0.0 for r in mine)
                 for k in range(budget)]
-        ax.plot(range(1, budget + 1), mean, label=strategy)
+        ax.plot(range(1, budget + 1), mean, label=_label(strategy))
     ax.axhline(1 / (1 + WITHIN), color="grey", linestyle=":", label="within 2 %")
     ax.set_xlabel("trials (configs of the sweep's grid)")
     ax.set_ylabel("optimum / best so far (mean of runs)")

@@ -108,8 +108,9 @@ def _parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench-search", help="compare search strategies by replaying recorded sweeps (no GPU)")
     b.add_argument("db", nargs="?", default="db/sweeps.sqlite", help="database with sweeps (default db/sweeps.sqlite)")
-    b.add_argument("--strategies", default="tpe,random,cmaes,grid,coordinate",
-                   help="comma-separated: tpe, random, cmaes, gp (slow: one seed), grid, coordinate")
+    b.add_argument("--strategies", default="tpe-warm-any,tpe,random,cmaes,grid,coordinate",
+                   help="comma-separated: tpe-warm-any (the tuner's default), tpe (its baseline), random, cmaes, "
+                   "gp (slow: one seed), grid, coordinate, or another TPE variant (tpe-warm, tpe-start, ...)")
     b.add_argument("--seeds", type=int, default=20, help="seeds per shape and strategy (default 20)")
     b.add_argument("--budget", type=int, default=60, help="trials per run (default 60)")
     b.add_argument("--out", default="reports/bench-search", help="folder for the plot and the JSON results")
@@ -135,6 +136,8 @@ def _run_arguments(t: argparse.ArgumentParser, sampled: bool) -> None:
         t.add_argument("--trials", type=int, help="measured trials per study, Inductor's default included")
         t.add_argument("--sampler", help="tpe (default), random, grid, cmaes or gp")
         t.add_argument("--seed", type=int, help="sampler seed (combined with each study's name)")
+        t.add_argument("--warm-start", type=int, metavar="N", help="a fresh study first measures the best configs of "
+                       "up to N finished studies of other shapes (default 3; 0: none)")
     t.add_argument("--timeout", type=float, dest="timeout_s", help="wall-time budget per study, seconds")
     t.add_argument("--trial-timeout", type=float, dest="trial_timeout_s", help="kill a trial after this many seconds")
     t.add_argument("--storage", help="SQLAlchemy URL (default sqlite:///db/<experiment>.sqlite)")
@@ -216,7 +219,7 @@ def cmd_tune(args) -> int:
         experiment_mod.load(args.experiment), kernels=args.kernels, shapes=args.shapes, dtypes=args.dtypes,
         trials=getattr(args, "trials", None), timeout_s=args.timeout_s, trial_timeout_s=args.trial_timeout_s,
         sampler="grid" if sweep else args.sampler, storage=args.storage and _storage_url(args.storage),
-        seed=getattr(args, "seed", None), workers=args.workers,
+        seed=getattr(args, "seed", None), workers=args.workers, warm_start=getattr(args, "warm_start", None),
     )
     if sweep:  # every legal config: no trial budget
         exp = dataclasses.replace(exp, sweep=True, trials=SWEEP_TRIALS)

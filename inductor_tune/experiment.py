@@ -39,6 +39,9 @@ class Experiment:
     stale_after_s: int = 120  # a RUNNING trial without a heartbeat this long has lost its process
     grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # sub-grid of the space (field -> values)
     sweep: bool = False  # measure every legal config of the (sub-)grid, in studies of their own
+    # A fresh sampled study first measures the winners of up to this many finished studies of other
+    # shapes (search.Tuner._warm_start); 0: none.
+    warm_start: int = 3
 
     @property
     def storage_url(self) -> str:
@@ -114,6 +117,12 @@ def _positive(value: Any, key: str, kind=int, allow_none: bool = False):
     return number
 
 
+def _non_negative(value: Any, key: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ExperimentError(f"'{key}' must be a non-negative integer, got {value!r}")
+    return value
+
+
 def parse_grid(value: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     from .space import FLAG_GRID_FIELDS, GRID_FIELDS
 
@@ -155,9 +164,7 @@ def from_mapping(data: Any, name: str) -> Experiment:
     sampler = str(data.get("sampler", "tpe"))
     if sampler not in SAMPLERS:
         raise ExperimentError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
-    seed = data.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ExperimentError(f"'seed' must be a non-negative integer, got {seed!r}")
+    seed = _non_negative(data.get("seed", 0), "seed")
     return Experiment(
         name=str(data.get("name") or name),
         kernels=parse_kernels(data["kernels"]),
@@ -177,6 +184,7 @@ def from_mapping(data: Any, name: str) -> Experiment:
         heartbeat_s=_positive(data.get("heartbeat", 10), "heartbeat"),
         stale_after_s=_positive(data.get("stale_after", 120), "stale_after"),
         grid=parse_grid(data.get("grid")),
+        warm_start=_non_negative(data.get("warm_start", Experiment.warm_start), "warm_start"),
     )
 
 
@@ -206,6 +214,8 @@ def with_overrides(exp: Experiment, **overrides: Any) -> Experiment:
             raise ExperimentError(f"unknown sampler {value!r}; choose one of {', '.join(SAMPLERS)}")
         elif key in ("trials", "workers", "finalists", "rounds", "heartbeat_s", "stale_after_s"):
             value = _positive(value, key)
+        elif key == "warm_start":
+            value = _non_negative(value, key)
         elif key in ("timeout_s", "trial_timeout_s"):
             value = _positive(value, key.replace("_s", ""), float)
         changes[key] = value

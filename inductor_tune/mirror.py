@@ -73,8 +73,9 @@ class MirroredStudy:
                 queued += 1
         return queued
 
-    def enqueue(self, params: dict[str, Any]) -> None:
-        self.shadow.enqueue_trial(params)
+    def enqueue(self, params: dict[str, Any], user_attrs: dict[str, Any] | None = None) -> None:
+        """Queue params for the next ask; ``user_attrs`` go with the trial to the RDB study."""
+        self.shadow.enqueue_trial(params, user_attrs=user_attrs)
 
     def waiting(self) -> int:
         return len(self.shadow.get_trials(deepcopy=False, states=(TrialState.WAITING,)))

@@ -1,9 +1,10 @@
 """The Optuna ask/tell loop: one study per (GPU fingerprint, kernel, shape, dtype), resumable.
 
 Per study: probe the kernels Inductor generates (per graph-flag combination) and build the space;
-measure Inductor's unmodified default as trial 0; keep every worker busy with sampled configs
-until the trial or time budget is spent; then re-measure the best few interleaved with the default
-and store the verdict with its spread.  Re-running the same command resumes: finished trials
+measure Inductor's unmodified default as trial 0; in a fresh study, measure next the winners of
+finished studies of other shapes (warm start, ``warmstart.py``); keep every worker busy with sampled
+configs until the trial or time budget is spent; then re-measure the best few interleaved with the
+default and store the verdict with its spread.  Re-running the same command resumes: finished trials
 count toward the budget and the stored space is reused.
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 
 import optuna
 
+from . import warmstart
 from .evaluate import Problem
 from .experiment import Experiment
 from .mirror import Ledgered, MirroredStudy
@@ -292,6 +294,10 @@ class Tuner:
         )
         if retries:
             log.info("%s: %d lost trial(s) queued again", study.name, retries)
+        # Only a fresh study: a resumed one (lost trials included) has already spent its first trials.
+        fresh = not retries and all(r.inductor_default for r in records)
+        if fresh and self.exp.warm_start and self.exp.sampler != "grid" and not self.exp.sweep:
+            self._warm_start(study, problem, space, tried)
         deadline = time.monotonic() + self.exp.timeout_s if self.exp.timeout_s else None
         in_flight: dict[int, _InFlight] = {}
         grid = None
@@ -354,6 +360,26 @@ class Tuner:
         self.measured += n_measured
         self.measure_wall_s += wall
         self.parent_busy_s += busy
+
+    def _warm_start(self, study: MirroredStudy, problem: Problem, space: SearchSpace, tried: set[str]) -> None:
+        """Queue, as the first sampled trials, the best configs of finished studies of other shapes.
+
+        Sources share this study's fingerprint key (so GPU model, software stack, and replayed or
+        measured) and dtype; ``warmstart.pick`` ranks them and keeps legal configs of this space.
+        Replayed on the sweeps this beat plain TPE on every measure (README "Search strategies").
+        """
+        recorded = self.pool.recorded_configs(problem)
+        have = None if recorded is None else {c.to_json() for c in recorded}
+
+        def accept(config: TrialConfig) -> bool:
+            key = config.to_json()
+            return key not in tried and (have is None or key in have)  # a replay refuses unrecorded configs
+
+        sources = warmstart.finished_sources(self.store, self.gpu_id, problem.dtype, exclude=study.name)
+        picked = warmstart.pick(problem.kernel, problem.shape.cols, space, sources, self.exp.warm_start, accept)
+        for config, source in picked:
+            study.enqueue(params_of(config, space), {warmstart.WARM_ATTR: source.name})
+            log.info("%s: warm start from %s: %s", study.name, source.name, config.describe())
 
     def _grid_configs(self, problem: Problem, space: SearchSpace) -> list[TrialConfig]:
         """Every config to measure: the space's, or under replay those of them the recording has."""

@@ -279,6 +279,22 @@ class SearchSpace:
             raise ConstraintViolation("; ".join(reasons))
         return TrialConfig(flags, tuple(slots))
 
+    def contains(self, config: TrialConfig) -> bool:
+        """Whether ``suggest`` can return ``config``: legal, its flags reachable, every parameter
+        inside this space's distributions (the sub-grid included)."""
+        if config.inductor_default:
+            return False
+        params = params_of(config, self)
+        dists = self.distributions()
+        # FixedTrial only warns about a value outside a distribution, so check the values first.
+        if any(name not in dists or not _holds(dists[name], value) for name, value in params.items()):
+            return False
+        try:
+            again = self.suggest(optuna.trial.FixedTrial(params))
+        except (ConstraintViolation, ValueError, KeyError):
+            return False
+        return again.to_json() == config.to_json()
+
     def enumerate(self, limit: int = 200_000) -> list[TrialConfig]:
         """Every legal config of the space (grid / brute-force search), in a fixed order."""
         configs: list[TrialConfig] = []
@@ -366,6 +382,12 @@ def _values_of(dist: optuna.distributions.BaseDistribution) -> list:
     if isinstance(dist, optuna.distributions.CategoricalDistribution):
         return list(dist.choices)
     return list(range(dist.low, dist.high + 1))
+
+
+def _holds(dist: optuna.distributions.BaseDistribution, value: Any) -> bool:
+    if isinstance(dist, optuna.distributions.CategoricalDistribution):
+        return any(type(c) is type(value) and c == value for c in dist.choices)  # True == 1 in Python
+    return type(value) is int and dist.low <= value <= dist.high
 
 
 def _suggest_slot(trial: optuna.trial.BaseTrial, slot: KernelSlot, grid=()) -> SlotConfig:

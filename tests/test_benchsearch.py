@@ -105,3 +105,14 @@ def test_default_first_counts_inductors_default_as_trial_one(sweeps):
     (summary,) = benchsearch.summarize(runs, [sweep], ks=(1,), default_first=True)
     assert summary.median_shape_trials == 1 and summary.fraction_at[1] == pytest.approx(
         sweep.optimum_with_default_ms / sweep.default_ms)
+
+
+def test_the_tuners_strategy_is_marked_default(sweeps):
+    chosen = [sweeps["rmsnorm_fwd 32768x1024 bf16"], sweeps["layernorm_fwd 32768x1024 bf16"]]
+    runs = benchsearch.benchmark(chosen, [benchsearch.DEFAULT_STRATEGY, "tpe"], seeds=1, budget=3)
+    rows = benchsearch.render(benchsearch.summarize(runs, chosen)).splitlines()[2:]
+    assert rows[0].startswith("tpe-warm-any (default) ") and rows[1].split()[0] == "tpe" and "default" not in rows[1]
+    # layernorm_fwd at N=1024 starts from rmsnorm_fwd's winner at the same N, moved onto its kernel
+    (warm,) = benchsearch.warm_configs(chosen[1], chosen, other_kernels=True)
+    run = next(r for r in runs if (r.strategy, r.sweep) == (benchsearch.DEFAULT_STRATEGY, chosen[1].name))
+    assert run.best_ms[0] == chosen[1].times[warm]

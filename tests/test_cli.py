@@ -27,7 +27,8 @@ def test_help_lists_every_command():
     for command in ("gpus", "tune", "sweep", "show"):
         assert command in out
     code, out, _ = run("tune", "--help")
-    for flag in ("--kernels", "--shapes", "--dtypes", "--trials", "--timeout", "--sampler", "--storage", "--gpu", "--seed"):
+    for flag in ("--kernels", "--shapes", "--dtypes", "--trials", "--timeout", "--sampler", "--storage", "--gpu", "--seed",
+                 "--warm-start"):
         assert flag in out
 
 
@@ -61,6 +62,7 @@ def test_tune_without_gpu_says_so_in_one_line(tmp_path):
         (["tune", "experiments/smoke.yaml", "--kernels", "rmsnorm_fwd,groupnorm"], "unknown kernel(s) groupnorm"),
         (["tune", "experiments/smoke.yaml", "--shapes", "4096"], "not MxN"),
         (["tune", "experiments/smoke.yaml", "--sampler", "anneal"], "unknown sampler"),
+        (["tune", "experiments/smoke.yaml", "--warm-start", "-1"], "'warm_start' must be a non-negative integer"),
         (["tune", "experiments/smoke.yaml", "--storage", "nosuchdb://host/x"], "cannot load its database driver"),
         (["show", "db/none.sqlite"], "no database at"),
     ],
