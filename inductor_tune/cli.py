@@ -318,6 +318,7 @@ def _write_atomic(path: str, text: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".inductor-tune-", dir=folder)
+    os.fchmod(fd, 0o644)  # mkstemp makes it private; patches are meant to be shared
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)

@@ -11,16 +11,18 @@ default's round-to-round spreads and of how far trial ratios missed the interlea
 of the same shape (e.g. from two databases) pool their speedups (geometric mean).
 
 Rules.  Shapes are grouped by kind (inner_persistent, inner_looped, outer, mix_order), the kernel's
-reductions (``max+sum`` for softmax, ``sum`` for RMSNorm, ...), element size and next_pow2(rnumel).
+signature (its reductions, ``sum`` for RMSNorm, ``sum@backward`` for its fused backward, ...),
+element size and next_pow2(rnumel).
 A candidate is a config legal at every shape of the group that was timed interleaved with the
 default at ``min_coverage`` of them (``crossmeasure`` times each group's candidates at all of its
 shapes) and failed at none.  It is adoptable only if it is not slower than the default beyond the
-noise at any shape and its geometric-mean gain exceeds the largest noise there.  Among adoptable
+noise at any shape and its geometric-mean gain exceeds both the largest noise there and ``min_gain``.  Among adoptable
 candidates the one with the best worst-case ratio to each shape's best wins (robustness, not
 per-shape argmax); without one the rule says "keep default".  Neighbouring groups merge while one
 config serves both without losing more than ``merge_tolerance`` in the worst case.  A rule covers
-next_pow2(rows) from the fewest rows its family was measured at upwards: more rows add waves of the
-same programs, fewer rows than measured are never assumed.
+next_pow2(rows) from the fewest rows its family was measured at upwards (more rows add waves of the
+same programs; fewer rows than measured are never assumed), a mix-order rule from the fewest rows of
+its own shapes (its split size sets how many programs there are).
 
 Hold-out.  Rules are refitted without some shapes and scored on them (every distinct N, every
 single shape, and optionally shapes named by the user), with only configs that the remaining
@@ -44,7 +46,7 @@ from .kernels import CATALOG, Shape
 from .records import Outcome
 from .space import DEFAULT_FLAGS, SearchSpace, SlotConfig, TrialConfig, slot_violations
 from .store import Gpu, Store, StoreError
-from .torch_rules import kernel_kind, next_pow2
+from .torch_rules import kernel_kind, kernel_signature, next_pow2
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,9 @@ class FitParams:
     merge_tolerance: float = 0.02  # worst-case loss allowed for one rule to span two size groups
     # validate.NOISE_FLOOR: the same kernel compiled twice timed up to 1.2 % apart on an H200.
     noise_floor: float = 0.015
+    # Smallest geometric-mean gain a rule is adopted for: a 1.6 % gain fitted at one shape lost 5 % at
+    # a held-out shape of its size group on an H200; gains that small are not worth the risk.
+    min_gain: float = 0.03
     # Only interleaved ratios (verdict finalists, crossmeasure) count as a config's evidence; trial
     # ratios against a default timed minutes apart are leads for crossmeasure, not proof.
     interleaved_only: bool = True
@@ -156,11 +161,11 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(valid) if valid else None
 
 
-def _reductions(slot, kernel: str) -> str:
-    """What the probe recorded, else (spaces probed before it was recorded) the catalog's entry."""
-    if slot.reductions:
-        return slot.reductions
-    return CATALOG[kernel].reductions if kernel in CATALOG else ""
+def _signature(slot, kernel: str) -> str:
+    """The kernel's torch_rules.kernel_signature: the reductions the probe recorded, else (spaces probed
+    before they were recorded) the catalog's entry, marked for a backward graph."""
+    types = slot.reductions or (CATALOG[kernel].reductions if kernel in CATALOG else "")
+    return kernel_signature(types.split("+"), slot.backward) if types else ""
 
 
 def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False) -> ShapePoint | Skipped:
@@ -180,7 +185,7 @@ def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False
         return Skipped(name, f"{len(default_slots)} reduction kernels change together in every trial; "
                              "no kernel's share of the time can be told apart")
     slot = default_slots[0]
-    reductions = _reductions(slot, study.kernel)
+    reductions = _signature(slot, study.kernel)
     if not reductions:
         return Skipped(name, "the kernel's reduction types were not probed and the catalog does not know them")
     ok = [t for t in store.trials(study.id) if t.outcome == Outcome.OK and t.time_ms]
@@ -299,12 +304,11 @@ def _pool(points: list[ShapePoint]) -> ShapePoint:
 
 
 def _with_crossmeasure(point: ShapePoint, records: Sequence) -> ShapePoint:
-    """The point with the interleaved ratio of every config its latest crossmeasure timed and that
-    record's default spread folded into its noise (an earlier record of the shape is superseded)."""
+    """The point with every crossmeasured config's interleaved ratio (a later record's replaces an
+    earlier one's) and the default's spread in those records folded into its noise."""
     speedups, interleaved, failed, noise = dict(point.speedups), set(point.interleaved), set(point.failed), point.noise
     used = 0
-    complete = [rec for rec in records if json.loads(rec.rounds_json)]
-    for rec in complete[-1:]:
+    for rec in records:
         configs = [TrialConfig.from_json(c) for c in json.loads(rec.configs_json)]
         rounds = json.loads(rec.rounds_json)
         base = [t for t in (rounds[0] if rounds else []) if t]
@@ -350,9 +354,11 @@ class Candidate:
     def gain(self) -> float:
         return _geomean(self.gains)
 
+    min_gain: float = 0.0
+
     @property
     def adoptable(self) -> bool:
-        return self.no_loss and self.gain > 1 + self.noise
+        return self.no_loss and self.gain > 1 + max(self.noise, self.min_gain)
 
     def describe(self, of: int) -> str:
         return (f"{self.config.describe()}: measured at {len(self.measured)}/{of} shapes, gain "
@@ -378,7 +384,7 @@ def candidates(points: Sequence[ShapePoint], params: FitParams = FitParams(), al
         out.append(Candidate(
             cfg, measured, gains, min(p.speedups[cfg] / p.best for p in measured),
             max(max(p.noise, params.noise_floor) for p in measured),
-            all(p.speedups[cfg] >= 1 - max(p.noise, params.noise_floor) for p in measured),
+            all(p.speedups[cfg] >= 1 - max(p.noise, params.noise_floor) for p in measured), params.min_gain,
         ))
     # Robustness first (worst case), then the typical gain; the description breaks exact ties.
     return sorted(out, key=lambda c: (c.adoptable, c.worst_regret, c.gain, c.config.describe()), reverse=True)
@@ -410,7 +416,8 @@ def fit_group(points: Sequence[ShapePoint], params: FitParams, top: int = 3, all
     )
     if best.adoptable:
         return GroupFit(points, best.config, evidence, best.worst_regret)
-    why = "its gain does not exceed the noise" if best.no_loss else "it is slower than the default beyond noise at a shape"
+    why = (f"its gain does not exceed the noise or {params.min_gain:.0%}" if best.no_loss
+           else "it is slower than the default beyond noise at a shape")
     note = f"best covered candidate {best.config.describe()} not adopted: {why}"
     return GroupFit(points, None, dataclasses.replace(evidence, note=note), default_worst)
 
@@ -445,7 +452,11 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
                     continue
             runs.append((r, r, fit))
         for lo, hi, fit in runs:
-            rules.append(RuleSpec(kind, element_size, (lo, hi), (x_low, X_UNBOUNDED), fit.config, fit.evidence,
+            # A fused mix-order kernel has rows/RSPLIT_SIZE programs, so its best split moves with the
+            # rows (an H200 lost 2x at 8192 rows with a split chosen at 32768): its rules start at the
+            # fewest rows of their own shapes.  Other kernels launch the same programs at any row count.
+            low = min(p.x_pow2 for p in fit.points) if kind == "mix_order" else x_low
+            rules.append(RuleSpec(kind, element_size, (lo, hi), (low, X_UNBOUNDED), fit.config, fit.evidence,
                                   reductions))
     return rules
 

@@ -134,7 +134,8 @@ class Heuristics:
         if not slot.mix_order and hint is None:
             return None
         kind = torch_rules.kernel_kind(hint or "", torch_rules.next_pow2(slot.rnumel), slot.mix_order)
-        return self.lookup(kind, ELEMENT_SIZES.get(dtype), slot.rnumel, slot.xnumel, slot.reductions or None)
+        signature = torch_rules.kernel_signature(slot.reductions.split("+"), slot.backward) if slot.reductions else None
+        return self.lookup(kind, ELEMENT_SIZES.get(dtype), slot.rnumel, slot.xnumel, signature)
 
     def trial_config(self, slots: Sequence[KernelSlot], dtype: str, hints: Mapping[str, str] | None = None) -> TrialConfig:
         """What a compile under ``install`` forces: the config rules' slots, default elsewhere."""
@@ -255,6 +256,7 @@ def dump(heur: Heuristics, path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".heuristics-", suffix=".yaml", dir=folder)
+    os.fchmod(fd, 0o644)  # mkstemp makes it private; a heuristic file is meant to be shared
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
@@ -334,9 +336,9 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         if element_size not in (1, 2, 4, 8):
             raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
         reductions = r.get("reductions")
-        if reductions is not None and (not isinstance(reductions, str) or not reductions
-                                       or reductions != torch_rules.reductions_key(reductions.split("+"))):
-            raise HeuristicsError(f"{where}: reductions {reductions!r} is not like 'max+sum' (sorted, '+'-joined)")
+        if reductions is not None and not _is_signature(reductions):
+            raise HeuristicsError(f"{where}: reductions {reductions!r} is not like 'sum' or 'sum+sum@backward' "
+                                  "(reduction types sorted and '+'-joined, '@backward' for a backward graph)")
         rnumel = _pow2_range(_need(r, "rnumel", where, list), f"{where}: rnumel")
         xnumel = _pow2_range(_need(r, "xnumel", where, list), f"{where}: xnumel")
         action = _need(r, "action", where, str)
@@ -361,6 +363,13 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         gpu, tuple(rules), provenance=doc.get("provenance") or {}, holdout=doc.get("holdout") or {},
         not_covered=tuple(doc.get("not_covered") or ()),
     )
+
+
+def _is_signature(text: Any) -> bool:
+    if not isinstance(text, str) or not text:
+        return False
+    types = text[: -len(torch_rules.BACKWARD_MARK)] if text.endswith(torch_rules.BACKWARD_MARK) else text
+    return bool(types) and "@" not in types and types == torch_rules.reductions_key(types.split("+"))
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -8,8 +8,9 @@ rule) and one small hook at each place Inductor makes a decision the rules cover
 * ``runtime/triton_heuristics.py``, ``reduction`` and ``persistent_reduction``: the launch config of
   looped, persistent and fused mix-order kernels;
 * ``codegen/simd.py``, ``_codegen_mix_order_reduction``: the mix-order split size;
-* ``codegen/triton.py``, where a kernel's ``inductor_meta`` is built: the types of the reductions the
-  kernel fuses, which the rules key on and the config functions cannot see otherwise.
+* ``codegen/triton.py``, where a kernel's ``inductor_meta`` is built: the kernel's signature (the
+  reductions it fuses, forward or backward graph), which the rules key on and the config functions
+  cannot see otherwise.
 
 Every hook returns to Inductor's own code when the rules module says None, which it does on any GPU
 but the one the rules were measured on.  The hooks are anchored on source snippets checked against
@@ -53,10 +54,10 @@ class Hook:
 
 def _meta_hook(target: str) -> str:
     return f"""        # Per-GPU distilled rules (runtime/distilled_reduction_rules.py) key on the fused reductions.
-        from ..runtime.distilled_reduction_rules import kernel_reduction_types
+        from ..runtime.distilled_reduction_rules import reduction_signature
 
-        if fused_reductions := kernel_reduction_types(getattr(self, "features", None)):
-            {target}["reduction_types"] = fused_reductions
+        if signature := reduction_signature(getattr(self, "features", None)):
+            {target}["reduction_signature"] = signature
 """
 
 

@@ -7,11 +7,14 @@ lookup (``rule_for_features``) from an ``InductorChoices`` subclass, so the run-
 patched torch cannot disagree on which kernels a rule covers.
 
 A rule keys on what Inductor knows when it picks a launch config: the kernel kind (reduction hint,
-Inductor's own persistent decision, mix-order fusion), the reductions the kernel fuses (their types
-as the scheduler records them, e.g. ``max+sum`` for softmax, ``sum`` for RMSNorm), the smallest
-element size among the kernel's tensors, and next_pow2 of the reduction and row counts (the
-``size_hints`` Inductor's config functions receive).  The reductions matter because the same size
-wants different launches: a looped softmax reads its row three times, a looped RMSNorm twice.  Rules only exist for the GPU they were measured on (compute capability and SM
+Inductor's own persistent decision, mix-order fusion), the kernel's signature (the types of the
+reductions it fuses as the scheduler records them, e.g. ``online_softmax_reduce+online_softmax_reduce``
+for softmax or ``sum`` for RMSNorm, marked ``@backward`` in a backward graph), the smallest element
+size among the kernel's tensors, and next_pow2 of the reduction and row counts (the ``size_hints``
+Inductor's config functions receive).  The signature matters because the same size wants different
+launches: a looped LayerNorm loses to a persistent one where RMSNorm does not, and RMSNorm's
+backward row kernel (it also reads the gradient and the saved statistics) lost 27 % on an H200 with
+the config its forward wins with.  Rules only exist for the GPU they were measured on (compute capability and SM
 count); everywhere else, and for every kernel no rule covers, Inductor keeps its own heuristics.
 """
 
@@ -34,7 +37,7 @@ class Rule:
     num_stages: int = 1
     RSPLIT_SIZE: Optional[int] = None  # mix-order only
     NUM_STAGES: Optional[int] = None  # mix-order only
-    reductions: Optional[str] = None  # reductions_key() of the fused reductions; None: any
+    reductions: Optional[str] = None  # kernel_signature() of the kernels it covers; None: any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +68,24 @@ def next_pow2(n: int) -> int:
 def reductions_key(types) -> str:
     """Canonical text of a kernel's reduction types, one entry per reduction node: 'max+sum'."""
     return "+".join(sorted(str(t) for t in types if t))
+
+
+BACKWARD_MARK = "@backward"
+
+
+def kernel_signature(types, backward: bool) -> str:
+    """What a rule keys on besides sizes: the fused reductions, and whether the graph is a backward."""
+    key = reductions_key(types)
+    return key + BACKWARD_MARK if backward and key else key
+
+
+def graph_is_backward() -> bool:
+    from torch._inductor.virtualized import V
+
+    try:
+        return bool(V.graph.is_backward)
+    except (AttributeError, AssertionError):  # outside a graph lowering: no graph to ask
+        return False
 
 
 def reduction_types(nodes) -> tuple:
@@ -159,9 +180,8 @@ def rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, 
     kind = kernel_kind(reduction_hint, rnumel, mix_order)
     element_size = element_size_from_signature(triton_meta.get("signature", {}))
     # Written into inductor_meta at codegen (the patch's hook in codegen/triton.py).
-    types = (inductor_meta or {}).get("reduction_types")
-    reductions = reductions_key(types) if types else None
-    return lookup(kind, element_size, rnumel, xnumel, table, reductions)
+    signature = (inductor_meta or {}).get("reduction_signature") or None
+    return lookup(kind, element_size, rnumel, xnumel, table, signature)
 
 
 def rule_for_features(features, mix_order: bool, table=None):
@@ -180,8 +200,7 @@ def rule_for_features(features, mix_order: bool, table=None):
         return None
     kind = kernel_kind(features.get_reduction_hint(), next_pow2(rnumel), mix_order)
     element_size = element_size_from_buffers(features.buf_accesses())
-    reductions = reductions_key(kernel_reduction_types(features))
-    return lookup(kind, element_size, next_pow2(rnumel), next_pow2(xnumel), table, reductions)
+    return lookup(kind, element_size, next_pow2(rnumel), next_pow2(xnumel), table, reduction_signature(features))
 
 
 # -- entry points of the patched Inductor functions --------------------------------------------
@@ -236,13 +255,17 @@ def mix_order_config(size_hints, reduction_hint, inductor_meta, triton_meta):
 
 
 def kernel_reduction_types(features) -> tuple:
-    """codegen/triton.py: the fused reductions, written into inductor_meta for the config functions."""
     if features is None:
         return ()
     try:
         return reduction_types(features.reduction_nodes())
     except Exception:  # kernels without scheduler nodes (templates, foreach): no rule keys on them
         return ()
+
+
+def reduction_signature(features) -> str:
+    """codegen/triton.py: the kernel's signature, written into inductor_meta for the config functions."""
+    return kernel_signature(kernel_reduction_types(features), graph_is_backward())
 
 
 def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
@@ -262,6 +285,6 @@ def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
     if not device_matches(DeviceProperties.create(device), table):
         return None
     names = [dep.name for dep in (*node.read_writes.reads, *node.read_writes.writes)]
-    rule = lookup("mix_order", element_size_from_buffers(names), next_pow2(rnumel), next_pow2(xnumel), table,
-                  reductions_key(reduction_types(node.get_nodes())))
+    signature = kernel_signature(reduction_types(node.get_nodes()), graph_is_backward())
+    rule = lookup("mix_order", element_size_from_buffers(names), next_pow2(rnumel), next_pow2(xnumel), table, signature)
     return None if rule is None else rule.RSPLIT_SIZE

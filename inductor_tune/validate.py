@@ -94,6 +94,7 @@ def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[s
         call.graph = None
     return {
         "times": times, "errors": errors, "captures": {k: v or None for k, v in captures.items()}, "notes": notes,
+        "studied": payload.get("studied", False),
         "default_choice": json.loads(default_choice), "heuristic_choice": json.loads(heuristic_choice),
         "slots": [dataclasses.asdict(slot) for slot in default_plan.slots], "bytes": state.bytes,
     }
@@ -143,9 +144,14 @@ class ValidationRow:
     regressed: bool  # rules changed the kernel and it is slower in every round, beyond the noise band
     heuristics_applied: bool  # the compile under the rules differs from Inductor's own choice
     notes: tuple[str, ...]
+    studied: bool = False  # a study of this GPU stack tuned this shape (so a best found exists)
 
     def variant(self, name: str) -> Variant | None:
         return next((v for v in self.variants if v.name == name), None)
+
+    def best_found(self) -> Variant | None:
+        """The study's winner; Inductor's default where the study found nothing better."""
+        return self.variant(BEST) or (self.variant(DEFAULT) if self.studied else None)
 
     def best_peer(self) -> Variant | None:
         peers = [v for v in self.variants if v.name not in (DEFAULT, HEURISTICS, BEST)]
@@ -171,7 +177,8 @@ def summarize_problem(kernel: str, shape: str, dtype: str, data: dict[str, Any],
     # Only a kernel the rules changed can regress; the band is the default's spread or the floor.
     band = max(noise, NOISE_FLOOR)
     regressed = bool(applied and heur and heur.ratio_high < 1.0 and heur.ratio_to_default < 1.0 - band)
-    return ValidationRow(kernel, shape, dtype, tuple(variants), noise, regressed, applied, tuple(notes))
+    return ValidationRow(kernel, shape, dtype, tuple(variants), noise, regressed, applied, tuple(notes),
+                         bool(data.get("studied")))
 
 
 def _configs(choice: list[dict[str, Any]]) -> list:
@@ -195,7 +202,7 @@ def render(rows: Sequence[ValidationRow]) -> str:
             f"{h.gbps:.0f}" if h else "-", f"{h.pct_of_ceiling:.1f}" if h else "-",
             f"{h.ratio_to_default:.3f} [{h.ratio_low:.3f}-{h.ratio_high:.3f}]" + (" REGRESSED" if r.regressed else "")
             if h else "-",
-            f"{b.ratio_to_default:.3f}" if b else "-",
+            f"{b.ratio_to_default:.3f}" if b else ("1 (default)" if r.studied else "-"),
             f"{p.name} {p.gbps:.0f}" if p else "-",
             f"{p.median_ms / h.median_ms:.3f}" if p and h else "-",
             "yes" if r.heuristics_applied else "no (default kept)",
@@ -207,11 +214,11 @@ def render(rows: Sequence[ValidationRow]) -> str:
     if heur_ratios:
         out.append(f"heuristics vs Inductor default: geomean {geomean(heur_ratios):.3f}, worst {min(heur_ratios):.3f}"
                    f" ({sum(r.regressed for r in rows)} shape(s) regressed beyond noise)")
-    vs_best = [r.variant(BEST).median_ms / r.variant(HEURISTICS).median_ms for r in rows
-               if r.variant(BEST) and r.variant(HEURISTICS)]
+    vs_best = [r.best_found().median_ms / r.variant(HEURISTICS).median_ms for r in rows
+               if r.best_found() and r.variant(HEURISTICS)]
     if vs_best:
-        out.append(f"heuristics vs per-shape best found: geomean {geomean(vs_best):.3f}, worst {min(vs_best):.3f}"
-                   f" over {len(vs_best)} shape(s)")
+        out.append(f"heuristics vs per-shape best found (Inductor's default where the study found nothing better): "
+                   f"geomean {geomean(vs_best):.3f}, worst {min(vs_best):.3f} over {len(vs_best)} shape(s)")
     vs_peer = [r.best_peer().median_ms / r.variant(HEURISTICS).median_ms for r in rows
                if r.best_peer() and r.variant(HEURISTICS)]
     if vs_peer:
@@ -259,8 +266,9 @@ def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequenc
     gpu_id = store.upsert_gpu(fp_key, dict(pool.fingerprint), pool.ceiling_gbps)
     tasks = []
     for i, problem in enumerate(problems):
-        payload = {"heuristics": os.path.abspath(heuristics_path), "rounds": rounds,
-                   "best_config": best.get((problem.kernel, str(problem.shape), problem.dtype))}
+        key = (problem.kernel, str(problem.shape), problem.dtype)
+        payload = {"heuristics": os.path.abspath(heuristics_path), "rounds": rounds, "best_config": best.get(key),
+                   "studied": key in best}
         tasks.append(Task(i, "validate", problem, payload, timing))
     pending, results = list(tasks), {}
     while pending or pool.busy():

@@ -37,41 +37,38 @@ def _launch_configs(kernel: str, shape: str, heur=None):
 
 
 def test_install_changes_a_rule_shape_and_leaves_a_keep_default_shape_alone():
-    from inductor_tune import heuristics
+    from inductor_tune import heuristics, torch_rules
+    from inductor_tune.kernels import CATALOG
 
     heur = heuristics.load(HEURISTICS)
     if not heuristics.device_matches(heur, torch.cuda.get_device_properties(0)):
         pytest.skip(f"{HEURISTICS} is for {heur.gpu.name}")
-    config_rules = [r for r in heur.rules if r.config is not None]
-    assert config_rules, "the heuristic file has no config rule to check"
-    rule = config_rules[0]
-    ruled_n = rule.rnumel[0]
-    kept_n = next(n for n in (4096, 8192, 1024) if not any(r.rnumel[0] <= n <= r.rnumel[1] for r in config_rules))
-    changed = None
-    for kernel in ("softmax_fwd", "layernorm_fwd", "rmsnorm_fwd"):
-        shape = f"{rule.xnumel[0]}x{ruled_n}"
-        default = _launch_configs(kernel, shape)[0]
-        installed = _launch_configs(kernel, shape, heur)[0]
-        if installed != default:
-            changed = installed
-            break
-    assert changed is not None, f"installing {HEURISTICS} changed no kernel at N={ruled_n} (rule {rule.describe()})"
-    (cfg,) = changed
+    # Forward catalog kernels by the signature their single reduction kernel has.
+    kernels = {torch_rules.kernel_signature(s.reductions.split("+"), False): k for k, s in CATALOG.items()
+               if not s.backward and s.reductions and k != "add_rmsnorm_fwd"}
+    rule = next(r for r in heur.rules if r.kind == "inner_looped" and r.config is not None and r.reductions in kernels)
+    kept = next(r for r in heur.rules if (r.kind, r.reductions) == (rule.kind, rule.reductions) and r.config is None)
+    kernel, rows = kernels[rule.reductions], max(rule.xnumel[0], 8192)
+    shape = f"{rows}x{rule.rnumel[0]}"
+    default = _launch_configs(kernel, shape)[0]
+    installed = _launch_configs(kernel, shape, heur)[0]
+    assert installed != default, f"installing {HEURISTICS} changed nothing at {kernel} {shape} ({rule.describe()})"
+    (cfg,) = installed
     # Launch configs as the autotuner holds them: XBLOCK appears only where it is a kernel argument.
     assert cfg["num_warps"] == rule.config.num_warps and cfg.get("XBLOCK", rule.config.XBLOCK) == rule.config.XBLOCK, (
         cfg, rule.describe())
     if not rule.config.persistent:
         assert cfg.get("R0_BLOCK") == rule.config.R0_BLOCK, (cfg, rule.describe())
-    shape = f"{rule.xnumel[0]}x{kept_n}"
-    unchanged = _launch_configs(kernel, shape)[0]
-    assert _launch_configs(kernel, shape, heur)[0] == unchanged
+    shape = f"{rows}x{kept.rnumel[0]}"
+    assert _launch_configs(kernel, shape, heur)[0] == _launch_configs(kernel, shape)[0], kept.describe()
 
 
 def test_validate_two_shapes(tmp_path):
     storage = tmp_path / "validation.sqlite"
     proc = subprocess.run(
         [sys.executable, "-m", "inductor_tune", "validate", HEURISTICS, "--kernels", "rmsnorm_fwd", "--shapes",
-         "16384x3072,32768x4096", "--rounds", "3", "--storage", str(storage), "--no-progress"],
+         "16384x3072,32768x4096", "--rounds", "3", "--db", "db/quack.sqlite", "--storage", str(storage),
+         "--no-progress"],
         capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode in (0, 1), proc.stderr  # 1: a regression, reported as such
@@ -93,13 +90,14 @@ def test_mix_order_rule_sets_the_split_and_the_launch_config():
     props = torch.cuda.get_device_properties(0)
     gpu = heuristics.GpuSpec(props.name, "test", f"{props.major}.{props.minor}", props.multi_processor_count, "", "")
     cfg = SlotConfig(persistent=True, XBLOCK=2, num_warps=8, RSPLIT_SIZE=32, NUM_STAGES=3)
-    rule = heuristics.RuleSpec("mix_order", 2, (2048, 2048), (8192, X_UNBOUNDED), cfg, reductions="sum")
+    rule = heuristics.RuleSpec("mix_order", 2, (2048, 2048), (8192, X_UNBOUNDED), cfg, reductions="sum@backward")
     heur = heuristics.Heuristics(gpu, (rule,))
     configs = _launch_configs("rmsnorm_bwd", "8192x2048", heur)[0]
     forced = [c for c in configs if c.get("RSPLIT_SIZE")]
     assert forced and forced[0]["RSPLIT_SIZE"] == 32 and forced[0]["NUM_STAGES"] == 3, configs
     assert forced[0]["num_warps"] == 8 and forced[0].get("XBLOCK", 2) == 2, configs
-    other = heuristics.Heuristics(gpu, (dataclasses.replace(rule, reductions="sum+sum"),))
+    # The forward signature of the same reductions names other kernels: the rule must not apply.
+    other = heuristics.Heuristics(gpu, (dataclasses.replace(rule, reductions="sum"),))
     assert not any(c.get("RSPLIT_SIZE") == 32 and c["num_warps"] == 8 for c in
                    _launch_configs("rmsnorm_bwd", "8192x2048", other)[0])
 
