@@ -166,6 +166,15 @@ def install() -> None:
 
     check_torch_supported()
     inductor_config.inductor_choices_class = TrialChoices
+    drop_cached_choices()
+
+
+def drop_cached_choices() -> None:
+    """Inductor caches its choices object per thread on first use; drop this thread's so that the next
+    compile builds the configured class.  Threads that compiled before keep theirs."""
+    from torch._inductor import virtualized
+
+    virtualized.threadlocal.__dict__.pop(virtualized._choices._key, None)
 
 
 # Caches that key on Inductor config or graph, not on the choices hook, would replay a kernel

@@ -130,7 +130,10 @@ def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingS
                 task = Task(len(tasks), "remeasure", item.problem, payload, timing)
                 tasks[task.task_id] = item
                 pool.dispatch(index, task)
-        for task, result in pool.collect():
+        finished = pool.collect()
+        if finished and released < pool.size:
+            pool.release(keep=released)  # workers beyond the width that just finished keep no problem
+        for task, result in finished:
             item = tasks[task.task_id]
             if isinstance(result, TaskFailure):
                 counts["failed"] += 1

@@ -13,7 +13,7 @@ import json
 import logging
 import statistics
 import warnings
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .records import Outcome
 from .show import study_row  # the same default/best GB/s as `inductor-tune show`, by construction
@@ -338,3 +338,123 @@ def describe_choice(c: SlotChoice) -> str:
     kind = "persistent" if c.persistent else f"looped R0={c.R0_BLOCK} st={c.num_stages}"
     split = f" split={c.RSPLIT_SIZE}" if c.RSPLIT_SIZE else ""
     return f"{kind} X={c.XBLOCK} w={c.num_warps}{split}"
+
+
+# -- validation runs (`inductor-tune validate`) ------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationRun:
+    """All validation records of one heuristic file version (path as given to validate, digest of its rules)."""
+
+    heuristics_path: str
+    digest: str
+    records: int
+    shapes: int  # distinct (kernel, M, N, dtype); fewer than records when shapes were re-measured
+    kernels: tuple[str, ...]
+    first: Any  # datetime of the earliest / latest record
+    last: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationPoint:
+    """One variant of one validated problem, from the latest record of that problem in its run."""
+
+    heuristics_path: str
+    digest: str
+    kernel: str
+    dtype: str
+    rows: int
+    cols: int
+    variant: str  # inductor_default, heuristics, best_found, or a peer library (quack, liger)
+    median_ms: float
+    gbps: float
+    pct_of_ceiling: float
+    ceiling_gbps: float  # the copy ceiling of that validation run: gbps / (pct_of_ceiling / 100)
+    ratio_to_default: float  # default time / this time, with the per-round range
+    ratio_low: float
+    ratio_high: float
+    studied: bool | None  # a study tuned this shape (None: record older than that field)
+    regressed: bool  # the record's verdict: the rules made this shape slower beyond noise
+    applied: bool  # the rules changed a kernel of this shape
+    notes: tuple[str, ...]  # why variants are missing (peer not importable, not the same op, ...)
+    created: Any
+
+
+def _as_store(store_or_url) -> Store:
+    return store_or_url if isinstance(store_or_url, Store) else open_store(str(store_or_url))
+
+
+def validation_runs(store_or_url) -> list[ValidationRun]:
+    """One entry per (heuristics_path, digest) in a validation database, oldest run first."""
+    groups = collections.defaultdict(list)
+    for rec in _as_store(store_or_url).validations():
+        groups[(rec.heuristics_path, rec.heuristics_digest)].append(rec)
+    runs = [
+        ValidationRun(path, digest, len(recs), len({(r.kernel, r.rows, r.cols, r.dtype) for r in recs}),
+                      tuple(sorted({r.kernel for r in recs})), min(r.created for r in recs),
+                      max(r.created for r in recs))
+        for (path, digest), recs in groups.items()
+    ]
+    return sorted(runs, key=lambda r: (r.last, r.heuristics_path))
+
+
+def _latest_records(store_or_url, heuristics_path: str | None, digest: str | None) -> list:
+    """Per (path, digest, kernel, M, N, dtype), the latest record (re-measured shapes replace older ones)."""
+    latest = {}
+    for rec in _as_store(store_or_url).validations():  # ordered by id: later records win
+        if (heuristics_path is not None and rec.heuristics_path != heuristics_path) or (
+                digest is not None and rec.heuristics_digest != digest):
+            continue
+        key = (rec.heuristics_path, rec.heuristics_digest, rec.kernel, rec.rows, rec.cols, rec.dtype)
+        if key not in latest or (rec.created, rec.id) >= (latest[key].created, latest[key].id):
+            latest[key] = rec
+    return sorted(latest.values(), key=lambda r: (r.heuristics_path, r.heuristics_digest, r.kernel, r.dtype,
+                                                   r.cols, r.rows))
+
+
+def validation_points(store_or_url, heuristics_path: str | None = None, digest: str | None = None
+                      ) -> list[ValidationPoint]:
+    """Every measured variant of the latest record per problem, optionally of one file path and/or digest.
+
+    Numbers are the stored summary's (``validate.ValidationRow``); nothing is recomputed but the ceiling.
+    """
+    out = []
+    for rec in _latest_records(store_or_url, heuristics_path, digest):
+        summary = json.loads(rec.result_json)["summary"]
+        for v in summary["variants"]:
+            out.append(ValidationPoint(
+                rec.heuristics_path, rec.heuristics_digest, rec.kernel, rec.dtype, rec.rows, rec.cols, v["name"],
+                v["median_ms"], v["gbps"], v["pct_of_ceiling"], v["gbps"] / (v["pct_of_ceiling"] / 100),
+                v["ratio_to_default"], v["ratio_low"], v["ratio_high"], summary.get("studied"),
+                bool(summary["regressed"]), bool(summary["heuristics_applied"]), tuple(summary["notes"]), rec.created,
+            ))
+    return out
+
+
+def validation_rows(store_or_url, heuristics_path: str | None = None, digest: str | None = None) -> list:
+    """The same latest records as ``validate.ValidationRow``s, for ``validate.render``'s table."""
+    from .validate import ValidationRow, Variant
+
+    fields = {f.name for f in dataclasses.fields(ValidationRow)}
+    rows = []
+    for rec in _latest_records(store_or_url, heuristics_path, digest):
+        s = json.loads(rec.result_json)["summary"]
+        s = dict(s, variants=tuple(Variant(**v) for v in s["variants"]), notes=tuple(s["notes"]))
+        rows.append(ValidationRow(**{k: v for k, v in s.items() if k in fields}))
+    return rows
+
+
+def validation_note(runs: Sequence[ValidationRun], heuristics_path: str, digest: str) -> str:
+    """One plain sentence: which run validated this file's rules, or that none did."""
+    mine = [r for r in runs if r.digest == digest]
+    if mine:
+        return "; ".join(f"validated as {r.heuristics_path} (digest {r.digest}): {r.shapes} shapes, "
+                         f"{r.records} records, {r.first:%Y-%m-%d %H:%M} .. {r.last:%Y-%m-%d %H:%M} UTC" for r in mine)
+    text = (f"the validation database has no record of {heuristics_path} with digest {digest}: "
+            "these rules were never validated on the GPU")
+    older = [r for r in runs if r.heuristics_path == heuristics_path]
+    if older:
+        text += ("; it holds runs of other versions of this path (digests "
+                 + ", ".join(r.digest for r in older) + "), not shown: their rules differ")
+    return text

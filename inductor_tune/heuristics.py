@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from . import torch_rules
-from .choices import TrialChoices, force_config
+from .choices import TrialChoices, drop_cached_choices, force_config
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, KernelSlot, SlotConfig, TrialConfig, slot_violations
 
 log = logging.getLogger(__name__)
@@ -496,17 +496,8 @@ class Installation:
         original = getattr(SIMDScheduling._codegen_mix_order_reduction, "__inductor_tune_original__", None)
         if original is not None:
             SIMDScheduling._codegen_mix_order_reduction = original
-        _drop_cached_choices()
+        drop_cached_choices()
         log.info("inductor_tune heuristics for %s uninstalled", self.heuristics.gpu.name)
-
-
-def _drop_cached_choices() -> None:
-    # Inductor caches its choices object per thread on first use; drop this thread's so the next
-    # compile builds the configured class.  Threads that compiled before keep theirs.
-    from torch._inductor import virtualized
-
-    with contextlib.suppress(AttributeError):
-        delattr(virtualized.threadlocal, virtualized._choices._key)
 
 
 def _current_device_props() -> Any | None:
@@ -559,7 +550,7 @@ def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
     inductor_config.inductor_choices_class = TrialChoices
     if not hasattr(SIMDScheduling._codegen_mix_order_reduction, "__inductor_tune_original__"):
         SIMDScheduling._codegen_mix_order_reduction = _mix_split_wrapper(SIMDScheduling._codegen_mix_order_reduction)
-    _drop_cached_choices()
+    drop_cached_choices()
     n = len(_INSTALLED.rules)
     log.info("inductor_tune heuristics for %s installed: %d config rules (%s)", target, n, heur.digest())
     return handle

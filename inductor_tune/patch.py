@@ -54,10 +54,11 @@ class Hook:
 
 def _meta_hook(target: str) -> str:
     return f"""        # Per-GPU distilled rules (runtime/distilled_reduction_rules.py) key on the fused reductions.
-        from ..runtime.distilled_reduction_rules import reduction_signature
+        # (Names distinct from codegen_kernel's own locals, e.g. its `signature` of kernel arguments.)
+        from ..runtime.distilled_reduction_rules import reduction_signature as _distilled_signature
 
-        if signature := reduction_signature(getattr(self, "features", None)):
-            {target}["reduction_signature"] = signature
+        if distilled_signature := _distilled_signature(getattr(self, "features", None)):
+            {target}["reduction_signature"] = distilled_signature
 """
 
 

@@ -7,20 +7,23 @@ Two layers, so that tests can check numbers without pixels:
 * renderers take those records and draw onto an Axes the caller owns, then return it.  They never
   create figures or call ``plt.show``, so notebooks, the HTML report and tests share them.
 
-Every number drawn comes from the database.  Series that the database does not hold yet (a distilled
-heuristic, peer libraries such as Quack or Liger) are not invented: callers pass them in as
-``ExtraSeries``.
+Every number drawn comes from a database: the studies' (``plot_bandwidth``...) or the validation
+records of a heuristic file (``plot_validation``: default, heuristics, best found and the peer
+libraries, all timed in the same interleaved rounds).  Series that no database holds are not
+invented: callers pass them in as ``ExtraSeries``.
 """
 
 from __future__ import annotations
 
 import collections
 import math
+import textwrap
 from typing import Iterable, Sequence
 
 from .figdata import (  # noqa: F401 - re-exported: notebooks and tests use one module
-    ExtraSeries, GpuComparison, GpuInfo, GridCell, HistoryPoint, ShapePoint, SlotChoice, StudyHistory, compare_gpus,
-    config_choices, describe_choice, gpus, main_slot, open_store, shape_points, study_history, warps_block_grid,
+    ExtraSeries, GpuComparison, GpuInfo, GridCell, HistoryPoint, ShapePoint, SlotChoice, StudyHistory, ValidationPoint,
+    ValidationRun, compare_gpus, config_choices, describe_choice, gpus, main_slot, open_store, shape_points,
+    study_history, validation_note, validation_points, validation_rows, validation_runs, warps_block_grid,
 )
 
 # One color per series across every figure, so a reader learns them once.
@@ -28,8 +31,10 @@ COLORS = {
     "default": "#d62728",  # Inductor's own choice
     "best": "#1f77b4",  # best config found (verdict)
     "ceiling": "#7f7f7f",  # measured copy bandwidth
-    "heuristic": "#2ca02c",  # distilled rules (passed in by callers)
+    "heuristic": "#2ca02c",  # distilled rules (validation records, or passed in by callers)
     "peer": "#9467bd",  # other libraries (passed in by callers)
+    "quack": "#9467bd",
+    "liger": "#8c564b",
     "trial": "#aec7e8",
     "failed": "#ff7f0e",
 }
@@ -37,6 +42,15 @@ MARKERS = ("o", "s", "^", "D", "v", "P")
 LINESTYLES = ("-", "--", ":", "-.")
 CONFIG_FIELDS = ("num_warps", "XBLOCK", "R0_BLOCK", "num_stages", "persistent")
 MAX_IMPORTANCES = 10
+MIN_LINE = 3  # plot_validation joins shapes of one M by a line from this many on
+# Validation variants as stored by `inductor-tune validate`: name, legend label, color key, marker.
+VALIDATION_SERIES = (
+    ("inductor_default", "Inductor default", "default", "o"),
+    ("heuristics", "heuristics (rules installed)", "heuristic", "s"),
+    ("best_found", "best found (study's per-shape winner)", "best", "^"),
+    ("quack", "Quack", "quack", "D"),
+    ("liger", "Liger", "liger", "v"),
+)
 
 
 # -- renderers -------------------------------------------------------------------------------
@@ -44,9 +58,12 @@ MAX_IMPORTANCES = 10
 
 def _log2_axis(ax, cols: Iterable[int]) -> None:
     ticks = sorted(set(cols))
+    # Non-powers of two between close powers of two print over each other: then only 2^k is labelled.
+    crowded = len(ticks) > 10 and any(b / a < 1.3 for a, b in zip(ticks, ticks[1:]))
+    labels = ["" if crowded and n & (n - 1) else _short(n) for n in ticks]
     ax.set_xscale("log", base=2)
     ax.set_xticks(ticks)
-    ax.set_xticklabels([_short(n) for n in ticks], rotation=45 if len(ticks) > 6 else 0, ha="right" if len(ticks) > 6 else "center")
+    ax.set_xticklabels(labels, rotation=45 if len(ticks) > 6 else 0, ha="right" if len(ticks) > 6 else "center")
     ax.minorticks_off()
     ax.set_xlabel("N (reduction length, elements per row; log2 scale)")
 
@@ -59,7 +76,7 @@ def split_by_rows(items) -> bool:
     """Whether some N was studied at several M (then M gets its own line; else M just varies along N)."""
     seen = collections.defaultdict(set)
     for it in items:
-        seen[(it.gpu, it.kernel, it.dtype, it.cols)].add(it.rows)
+        seen[(getattr(it, "gpu", None), it.kernel, it.dtype, it.cols)].add(it.rows)
     return any(len(ms) > 1 for ms in seen.values())
 
 
@@ -79,14 +96,21 @@ def _series_groups(points: Sequence[ShapePoint]):
             yield pts, LINESTYLES[mi % len(LINESTYLES)], MARKERS[gi % len(MARKERS)], ", ".join(parts)
 
 
-def _legend_below(ax, ncol: int = 2) -> None:
+def _legend_below(ax, ncol: int = 2, title: str | None = None) -> None:
     # Below the plot area: a legend inside would hide points at one end of N or the other.
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=ncol, frameon=False)
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=ncol, frameon=False,
+              title=title, title_fontsize="small")
+
+
+def _usual_rows(pts) -> int | None:
+    """The M most points share; None when every point has its own (then every point is labelled)."""
+    (usual, count), = collections.Counter(p.rows for p in pts).most_common(1) if pts else [(None, 0)]
+    return usual if count > 1 or len(pts) == 1 else None
 
 
 def _annotate_rows(ax, pts: Sequence[ShapePoint], ys) -> None:
     """When M varies along N (single line), label the points whose M is not the usual one."""
-    usual = collections.Counter(p.rows for p in pts).most_common(1)[0][0]
+    usual = _usual_rows(pts)
     odd = [(p, y) for p, y in zip(pts, ys) if p.rows != usual and y is not None]
     for i, (p, y) in enumerate(odd):
         # Alternate above/below: neighbouring points at large N would print over each other.
@@ -115,15 +139,114 @@ def plot_bandwidth(ax, points: Sequence[ShapePoint], kernel: str, dtype: str = "
                    label=f"copy ceiling {name} ({ceiling:.0f} GB/s)")
     for s in extra:
         ax.plot(s.cols, s.gbps, marker="x", color=s.color or COLORS.get(s.kind, COLORS["peer"]), label=s.label)
-    _log2_axis(ax, [p.cols for p in pts] + [n for s in extra for n in s.cols])
+    usual = _usual_rows(pts)
+    title = f"{kernel} {dtype}"
+    if pts and not split_by_rows(pts):
+        title += f" (M={usual})" if usual else " (M marked per point)"
+    return _finish_bandwidth(ax, [p.cols for p in pts] + [n for s in extra for n in s.cols], title, legend)
+
+
+def _finish_bandwidth(ax, cols, title: str, legend: bool, note: str | None = None):
+    """Axes, title, grid and legend (``note``: its title) shared by the GB/s-vs-N figures."""
+    _log2_axis(ax, cols)
     ax.set_ylabel("bandwidth (GB/s, minimal traffic)")
     ax.set_ylim(bottom=0)
-    usual = collections.Counter(p.rows for p in pts).most_common(1)[0][0] if pts else None
-    ax.set_title(f"{kernel} {dtype}" + ("" if split_by_rows(pts) or usual is None else f" (M={usual})"))
     ax.grid(True, alpha=0.3)
+    if note:
+        note = "\n".join(textwrap.wrap(note, 90))
     if legend:
-        _legend_below(ax)
+        _legend_below(ax, title=note)
+    elif note:
+        title += "\n" + note
+    ax.set_title(title, fontsize="medium")
     return ax
+
+
+def plot_validation(ax, points: Sequence[ValidationPoint], kernel: str, dtype: str = "bf16",
+                    rows: int | None = None, legend: bool = True):
+    """GB/s vs N from one heuristic file's validation records: Inductor default, heuristics, best found,
+    Quack, Liger (all timed in the same interleaved rounds) and that run's copy ceiling (dashed).
+
+    Lines join shapes of the same M only, and only where that M has ``MIN_LINE`` shapes or more (two
+    shapes of one M are often unrelated, e.g. an LLM shape and a sweep point); other shapes are bare
+    markers labelled MxN.
+    Best found where the study found nothing better is Inductor's default: hollow marker at the
+    default's GB/s.  Heuristic points the record marks as regressed get a red ring.  Variants missing
+    at some shapes (peer not importable or not the same op, shape not studied) are listed in the legend.
+    """
+    pts = [p for p in points if p.kernel == kernel and p.dtype == dtype and (rows is None or p.rows == rows)]
+    if not pts:
+        return _empty(ax, f"no validation record of {kernel} {dtype}" + (f" at M={rows}" if rows else ""))
+    runs = sorted({(p.heuristics_path, p.digest) for p in pts})
+    if len(runs) > 1:
+        raise ValueError(f"points of {len(runs)} heuristic files/digests; pass those of one run")
+    at = {(p.rows, p.cols, p.variant): p for p in pts}
+    base = sorted((p for p in pts if p.variant == "inductor_default"), key=lambda p: p.cols)  # one per shape
+    by_m = collections.defaultdict(list)
+    for d in base:
+        by_m[d.rows].append(d)
+    lines = sorted((g for g in by_m.values() if len(g) >= MIN_LINE), key=lambda g: (-len(g), g[0].rows))
+    alone = [d for g in by_m.values() if len(g) < MIN_LINE for d in g]
+    series = [v for v in VALIDATION_SERIES if any(p.variant == v[0] for p in pts)]
+    series += [(n, n, "peer", "x") for n in sorted({p.variant for p in pts} - {v[0] for v in VALIDATION_SERIES})]
+    hollow = False  # the stand-in's legend entry is drawn once
+    for name, label, color, marker in series:
+        drawn = False
+        for gi, group in enumerate(lines + [[d] for d in alone]):
+            own = [at.get((d.rows, d.cols, name)) for d in group]
+            # the study's winner was Inductor's default: drawn there, hollow
+            kept = [name == "best_found" and p is None and bool(d.studied) for p, d in zip(own, group)]
+            ys = [p.gbps if p else (d.gbps if k else math.nan) for p, d, k in zip(own, group, kept)]
+            if all(math.isnan(y) for y in ys):
+                continue
+            tag = f" (M={group[0].rows})" if len(lines) > 1 and gi < len(lines) else ""
+            ax.plot([d.cols for d in group], ys, ls=LINESTYLES[gi % len(LINESTYLES)] if gi < len(lines) else "none",
+                    marker=marker, color=COLORS[color], label=label + tag if tag or not drawn else "_nolegend_")
+            drawn = True
+            if any(kept):
+                ax.scatter([d.cols for d, k in zip(group, kept) if k], [y for y, k in zip(ys, kept) if k],
+                           marker=marker, facecolors="white", edgecolors=COLORS[color], zorder=3,
+                           label="_nolegend_" if hollow else "best found = Inductor default (study found no gain)")
+                hollow = True
+    bad = [at[(d.rows, d.cols, "heuristics")] for d in base if d.regressed and (d.rows, d.cols, "heuristics") in at]
+    if bad:
+        ax.scatter([p.cols for p in bad], [p.gbps for p in bad], s=160, facecolors="none", lw=1.5, zorder=4,
+                   edgecolors=COLORS["default"], label="heuristics regressed beyond noise (record's verdict)")
+    for i, d in enumerate(sorted(alone, key=lambda d: d.cols)):
+        top = max(p.gbps for p in pts if (p.rows, p.cols) == (d.rows, d.cols))
+        ax.annotate(f"{d.rows}x{d.cols}", (d.cols, top), textcoords="offset points", ha="center",
+                    xytext=(0, 8 if i % 2 == 0 else 16), fontsize="x-small")
+    ceilings = sorted({round(p.ceiling_gbps) for p in pts})
+    span = f"{ceilings[0]}" if len(ceilings) == 1 else f"{ceilings[0]}-{ceilings[-1]}"
+    ax.axhline(max(p.ceiling_gbps for p in pts), color=COLORS["ceiling"], ls="--", lw=1,
+               label=f"copy ceiling, measured in the run ({span} GB/s)")
+    path, digest = runs[0]
+    title = f"{kernel} {dtype}: validation of {path.rsplit('/', 1)[-1]} ({digest[:8]})"
+    if len(lines) == 1:
+        title += f"\nlines: M={lines[0][0].rows}" + ("; other shapes labelled MxN" if alone else "")
+    elif not lines:
+        title += "\nevery shape at its own M (labelled MxN)"
+    return _finish_bandwidth(ax, [d.cols for d in base], title, legend, _missing_note(pts, base))
+
+
+def _missing_note(pts: Sequence[ValidationPoint], base: Sequence[ValidationPoint]) -> str | None:
+    """Which variants lack a measurement at some validated shapes, and why (the reasons in the records' notes)."""
+    have = collections.Counter(p.variant for p in pts)
+    parts = []
+    for name, label, *_ in VALIDATION_SERIES:
+        count = max(have[name], sum(bool(d.studied) for d in base)) if name == "best_found" else have[name]
+        if count >= len(base):
+            continue
+        where = "any shape" if count == 0 else f"{len(base) - count} of {len(base)} shapes"
+        if name == "best_found":
+            parts.append(f"best found: not studied at {where}")
+            continue
+        # notes read "liger: not importable here (ModuleNotFoundError: ...)": keep the part before " ("
+        why = collections.Counter(n.split(": ", 1)[1].split(" (")[0] for d in base for n in d.notes
+                                  if n.startswith(name + ": "))
+        reasons = ", ".join(w if len(why) == 1 else f"{w}: {c}" for w, c in why.most_common())
+        parts.append(f"{label}: none at {where}" + (f" ({reasons})" if reasons else ""))
+    return ("missing data - " + "; ".join(parts)) if parts else None
 
 
 def plot_config_field(ax, choices: Sequence[SlotChoice], kernel: str, field: str, dtype: str = "bf16",

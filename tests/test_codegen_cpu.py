@@ -1,4 +1,5 @@
-"""Inductor's CUDA source generated on the CPU (fake H100 properties): the forced config lands."""
+"""Inductor's CUDA source generated on the CPU (fake H100 properties): the forced config lands, and the
+probe records each kernel's reductions as the catalog states them."""
 
 import pytest
 import torch
@@ -14,9 +15,10 @@ def hooked():
     import torch._inductor.config as inductor_config
 
     old = inductor_config.inductor_choices_class
-    choices.install()
+    choices.install()  # drops this thread's cached choices object too
     yield
     inductor_config.inductor_choices_class = old
+    choices.drop_cached_choices()
 
 
 def _generate(config):
@@ -54,3 +56,27 @@ def test_verify_source_catches_configs_that_did_not_land():
     assert "not in the generated source" in choices.verify_source(plan)
     ghost = _generate(TrialConfig(slots=(("fw.red.x1.r2", SlotConfig(True, 1, 1)),)))
     assert "did not generate" in choices.verify_source(ghost)
+
+
+def _probe(name: str, rows: int = 8192, cols: int = 2048):
+    """The kernel slots a default compile of the catalog kernel records (what a study's probe stores)."""
+    spec = kernels.get_kernel(name)
+    inputs = [((rows, cols), torch.bfloat16) if n in ("x", "residual") else ((cols,), torch.float32)
+              for n in spec.inputs]
+    return cpu_codegen.generate(spec.build(torch.float32), inputs, choices.CompilePlan(INDUCTOR_DEFAULT, False)).slots
+
+
+@pytest.mark.parametrize("name", ["rmsnorm_fwd", "layernorm_fwd", "add_rmsnorm_fwd"])
+def test_the_catalogs_reductions_are_what_the_probe_records(name):
+    (slot,) = _probe(name)
+    assert slot.reductions == kernels.get_kernel(name).reductions != ""
+
+
+def test_softmax_probes_as_max_and_sum_on_the_cpu_harness():
+    """On a GPU a post-grad pattern rewrites softmax's max and sum into prepare_softmax_online (two
+    online_softmax_reduce nodes), which the catalog records.  That pattern is registered by
+    post_grad.lazy_init, which fake_cuda no-ops (pattern init traces tensors on the absent device), so
+    the CPU harness sees the two plain reductions: a known limit of the harness, not of the catalog."""
+    (slot,) = _probe("softmax_fwd")
+    assert slot.reductions == "max+sum"
+    assert kernels.get_kernel("softmax_fwd").reductions == "online_softmax_reduce+online_softmax_reduce"

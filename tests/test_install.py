@@ -1,6 +1,10 @@
 """`inductor_tune.install`: the rules reach Inductor's generated kernels through its own extension
 point on the file's GPU (faked on CPU), nowhere else; bad files fail in one line."""
 
+import concurrent.futures
+import contextvars
+import dataclasses
+import functools
 import importlib.metadata
 import logging
 import os
@@ -8,6 +12,7 @@ import re
 import subprocess
 import sys
 import types
+from unittest import mock
 
 import distill_fixtures as fx
 import pytest
@@ -15,15 +20,33 @@ import torch
 import yaml
 
 import inductor_tune
-from inductor_tune import cpu_codegen, heuristics, kernels
+from inductor_tune import choices, cpu_codegen, heuristics, kernels
 from inductor_tune.choices import CompilePlan
-from inductor_tune.heuristics import HeuristicsError, KernelSlot
+from inductor_tune.heuristics import HeuristicsError, KernelSlot, RuleSpec
 from inductor_tune.space import INDUCTOR_DEFAULT, SlotConfig, TrialConfig
 
 H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
 H200 = types.SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132)
 RMS_2048 = [((8192, 2048), torch.bfloat16), ((2048,), torch.float32)]
+LN_2048 = [((8192, 2048), torch.bfloat16), ((2048,), torch.float32), ((2048,), torch.float32)]
 FIXED = re.compile(r"@triton_heuristics\.fixed_config\(\s*config=(\{[^}]*\})")
+ALL_ROWS = (8192, 2**31)
+# Configs from heuristics/h200.yaml: RMSNorm forward's rule at 2048..4096 (moves the looped kernel to
+# persistent) and the LayerNorm backward mix-order rule at 2048 (split 128, not Inductor's 16 there).
+SUM_FWD = SlotConfig(True, 2, 8)
+MIX_2048 = SlotConfig(True, 8, 8, RSPLIT_SIZE=128, NUM_STAGES=3)
+RMS_BWD_INPUTS = [((32768, 2048), torch.bfloat16), ((2048,), torch.float32), ((32768, 2048), torch.bfloat16),
+                  ((32768, 1), torch.float32)]
+
+
+@functools.lru_cache(maxsize=1)
+def _h200() -> heuristics.Heuristics:
+    return heuristics.load(H200_FILE)
+
+
+def _heur(*rules: RuleSpec) -> heuristics.Heuristics:
+    """h200.yaml's GPU with the given rules only."""
+    return dataclasses.replace(_h200(), rules=rules)
 
 
 @pytest.fixture
@@ -65,18 +88,47 @@ def test_install_forces_the_rule_config_and_uninstall_restores_inductor(device):
     device.props = H200
     before = _hooks()
     fn = kernels.get_kernel("rmsnorm_fwd").build(torch.float32)
+    heur = _h200()
+    rule = heur.lookup("inner_looped", 2, 2048, 8192, "sum")  # the committed file's rule for this kernel
+    assert rule.config is not None and rule.config.persistent
+    assert heur.lookup("inner_looped", 2, 8192, 8192, "sum").config is None  # a keep-default rule
     with inductor_tune.install(H200_FILE) as handle:
         assert handle.active and _hooks() != before
         (src,) = cpu_codegen.generate_sources(fn, RMS_2048)
-        assert FIXED.findall(src) == ["{'XBLOCK': 1, 'num_warps': 4, 'num_stages': 1}"]
+        assert FIXED.findall(src) == [repr(rule.config.fixed_config())]
         assert "R0_BLOCK: tl.constexpr = 2048" in src  # persistent: the whole row in one block
-        (src,) = cpu_codegen.generate_sources(fn, [((8192, 4096), torch.bfloat16), ((4096,), torch.float32)])
+        (src,) = cpu_codegen.generate_sources(fn, [((8192, 8192), torch.bfloat16), ((8192,), torch.float32)])
         assert not FIXED.findall(src) and "@triton_heuristics.reduction(" in src  # keep default there
         (src,) = cpu_codegen.generate_sources(fn, [((8192, 2048), torch.float32), ((2048,), torch.float32)])
         assert not FIXED.findall(src)  # 4-byte elements: the rules were measured on 2-byte ones
     assert _hooks() == before
     (src,) = cpu_codegen.generate_sources(fn, RMS_2048)
     assert not FIXED.findall(src) and "@triton_heuristics.reduction(" in src
+
+
+def _kernels(src: str) -> list:
+    """The Triton kernels of a wrapper (decorator and body), without the wrapper's per-compile ids."""
+    return re.findall(r"^@triton_heuristics\..*?device_str=", src, re.M | re.S)
+
+
+def test_a_rule_reaches_only_the_kernels_of_its_signature(device):
+    """A "sum" rule changes RMSNorm's forward kernel, not LayerNorm's of the same size (welford)."""
+    device.props = H200
+    rms = kernels.get_kernel("rmsnorm_fwd").build(torch.float32)
+    layer = kernels.get_kernel("layernorm_fwd").build(torch.float32)
+    (default_layer,) = cpu_codegen.generate_sources(layer, LN_2048)
+    with inductor_tune.install(_heur(RuleSpec("inner_looped", 2, (2048, 2048), ALL_ROWS, SUM_FWD, reductions="sum"))):
+        (src,) = cpu_codegen.generate_sources(rms, RMS_2048)
+        assert FIXED.findall(src) == [repr(SUM_FWD.fixed_config())]
+        (src,) = cpu_codegen.generate_sources(layer, LN_2048)
+        assert not FIXED.findall(src) and _kernels(src) == _kernels(default_layer)  # Inductor's own kernel
+    # The same config for LayerNorm's signature reaches LayerNorm only.
+    with inductor_tune.install(_heur(RuleSpec("inner_looped", 2, (2048, 2048), ALL_ROWS, SUM_FWD,
+                                              reductions="welford_reduce+welford_reduce"))):
+        (src,) = cpu_codegen.generate_sources(layer, LN_2048)
+        assert FIXED.findall(src) == [repr(SUM_FWD.fixed_config())]
+        (src,) = cpu_codegen.generate_sources(rms, RMS_2048)
+        assert not FIXED.findall(src)
 
 
 def _rms_backward(x, w, dy, rstd):
@@ -86,19 +138,74 @@ def _rms_backward(x, w, dy, rstd):
     return dx.to(x.dtype), (dyf * xf * rstd).sum(0)
 
 
+def _workspace_rows(src: str) -> int:
+    """Rows of the mix-order kernel's partial-dW workspace (one per split of the 32768 rows)."""
+    (elements,) = re.findall(r"workspace_0 = empty_strided_cuda\(\((\d+), \)", src)
+    return int(elements) // 2048
+
+
+def _as_backward_graph():
+    """Lower every graph as a backward one, as AOTAutograd lowers the backward on a GPU."""
+    from torch._inductor.graph import GraphLowering
+
+    lower = GraphLowering.__init__
+    backward = lambda self, *a, **k: lower(self, *a, **{**k, "is_backward": True})  # noqa: E731
+    return mock.patch.object(GraphLowering, "__init__", backward)
+
+
 def test_install_sets_the_mix_order_split_and_config_together(device):
     device.props = H200
-    heur = fx.relaxed_heuristics()
-    (mix,) = [r for r in heur.rules if r.kind == "mix_order"]
-    inputs = [((32768, 2048), torch.bfloat16), ((2048,), torch.float32), ((32768, 2048), torch.bfloat16),
-              ((32768, 1), torch.float32)]
-    with inductor_tune.install(heur):
-        (src,) = cpu_codegen.generate_sources(_rms_backward, inputs)
-    assert FIXED.findall(src) == [repr(mix.config.fixed_config())]
-    rows = -(-32768 // mix.config.RSPLIT_SIZE)  # the workspace holds one partial dW row per split
-    assert f"workspace_0 = empty_strided_cuda(({rows * 2048}, )" in src
-    (src,) = cpu_codegen.generate_sources(_rms_backward, inputs)
-    assert f"workspace_0 = empty_strided_cuda(({2048 * 2048}, )" in src  # Inductor's own split, 16
+    # On a GPU the RMSNorm backward's fused kernel is signed "sum@backward".  `_rms_backward` is its
+    # dx/dW written as a forward function (autograd on fake CUDA tensors is not available on CPU), so it
+    # is lowered as a forward graph (V.graph.is_backward is False) and signed "sum": the rule says so.
+    mix = RuleSpec("mix_order", 2, (2048, 2048), ALL_ROWS, MIX_2048, reductions="sum")
+    with inductor_tune.install(_heur(mix)):
+        (src,) = cpu_codegen.generate_sources(_rms_backward, RMS_BWD_INPUTS)
+    assert FIXED.findall(src) == [repr(MIX_2048.fixed_config())]
+    assert _workspace_rows(src) == 32768 // MIX_2048.RSPLIT_SIZE  # the split the rule chose at codegen
+    (src,) = cpu_codegen.generate_sources(_rms_backward, RMS_BWD_INPUTS)
+    assert _workspace_rows(src) == 32768 // 16 and not FIXED.findall(src)  # Inductor's own split, 16
+
+
+def test_a_backward_rule_reaches_the_backward_graphs_kernel_only(device):
+    """"sum@backward" covers the fused kernel lowered in a backward graph, not the same kernel in a forward one."""
+    device.props = H200
+    with inductor_tune.install(_heur(RuleSpec("mix_order", 2, (2048, 2048), ALL_ROWS, MIX_2048,
+                                              reductions="sum@backward"))):
+        (src,) = cpu_codegen.generate_sources(_rms_backward, RMS_BWD_INPUTS)
+        assert _workspace_rows(src) == 32768 // 16 and not FIXED.findall(src)  # a forward graph: "sum"
+        with _as_backward_graph():
+            (src,) = cpu_codegen.generate_sources(_rms_backward, RMS_BWD_INPUTS)
+    assert FIXED.findall(src) == [repr(MIX_2048.fixed_config())]
+    assert _workspace_rows(src) == 32768 // MIX_2048.RSPLIT_SIZE
+
+
+def test_install_reaches_a_thread_that_cached_its_choices_before(device):
+    """Inductor caches one choices object per thread; autograd's device thread compiles backward graphs
+    with the one it made before install().  When that is a TrialChoices (the tuner's class), the rules
+    must reach it: TrialChoices applies them itself whenever no tuning plan is active."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.virtualized import V
+
+    def on_thread(fn, *args):
+        # Inductor's config is per thread (a ContextVar on torch 2.13); autograd runs the backward in a
+        # copy of the caller's context (torch.autograd.graph._engine_run_backward), and so does this.
+        return thread.submit(contextvars.copy_context().run, fn, *args).result()
+
+    device.props = H200
+    fn = kernels.get_kernel("rmsnorm_fwd").build(torch.float32)
+    rule = RuleSpec("inner_looped", 2, (2048, 2048), ALL_ROWS, SUM_FWD, reductions="sum")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread, \
+            inductor_config.patch(inductor_choices_class=choices.TrialChoices):
+        cached = on_thread(lambda: V.choices)  # made and cached on that thread before install()
+        assert type(cached) is choices.TrialChoices and cached.uuid() == "inductor-default"
+        with inductor_tune.install(_heur(rule)) as handle:
+            (src,) = on_thread(cpu_codegen.generate_sources, fn, RMS_2048)
+            assert on_thread(lambda: V.choices) is cached  # compiled with the cached object
+            assert cached.uuid() == f"inductor-tune-heuristics-{handle.heuristics.digest()}"
+        assert FIXED.findall(src) == [repr(SUM_FWD.fixed_config())]
+        (src,) = on_thread(cpu_codegen.generate_sources, fn, RMS_2048)
+        assert not FIXED.findall(src) and cached.uuid() == "inductor-default"  # uninstalled: Inductor's again
 
 
 def test_a_tuning_plan_wins_over_installed_rules(device):
@@ -111,14 +218,28 @@ def test_a_tuning_plan_wins_over_installed_rules(device):
 
 
 def test_rules_as_the_trial_config_validate_measures():
-    heur = heuristics.load(H200_FILE)
-    slot = KernelSlot("fw.red.x8192.r2048", False, 8192, 2048, False, False)
+    heur = _heur(
+        RuleSpec("inner_looped", 2, (2048, 2048), ALL_ROWS, SUM_FWD, reductions="sum"),
+        RuleSpec("inner_looped", 2, (4096, 4096), ALL_ROWS, None, reductions="sum"),
+        RuleSpec("mix_order", 2, (2048, 2048), ALL_ROWS, MIX_2048, reductions="sum@backward"),
+    )
+    slot = KernelSlot("fw.red.x8192.r2048", False, 8192, 2048, False, False, "sum")
     config = heur.trial_config([slot], "bf16", {slot.key: "INNER"})
-    assert config == TrialConfig(slots=((slot.key, SlotConfig(True, 1, 4)),))
+    assert config == TrialConfig(slots=((slot.key, SUM_FWD),))
     assert heur.trial_config([slot], "bf16") == INDUCTOR_DEFAULT  # without its hint a kernel is not matched
     assert heur.trial_config([slot], "fp32", {slot.key: "INNER"}) == INDUCTOR_DEFAULT
-    wide = KernelSlot("fw.red.x8192.r4096", False, 8192, 4096, False, False)
+    # The slot's reductions pick the rule: another kernel of the same size, or a probe that recorded
+    # none (then torch_rules matches rules without a signature only), keeps the default.
+    for reductions in ("welford_reduce+welford_reduce", ""):
+        other = dataclasses.replace(slot, reductions=reductions)
+        assert heur.trial_config([other], "bf16", {slot.key: "INNER"}) == INDUCTOR_DEFAULT
+    wide = KernelSlot("fw.red.x8192.r4096", False, 8192, 4096, False, False, "sum")
     assert heur.trial_config([wide], "bf16", {wide.key: "INNER"}) == INDUCTOR_DEFAULT  # keep-default rule
+    # A backward slot is signed "@backward" (mix-order slots need no hint).
+    mix = KernelSlot("bw.mix.x32768.r2048", True, 32768, 2048, True, True, "sum")
+    assert heur.trial_config([mix], "bf16") == TrialConfig(slots=((mix.key, MIX_2048),))
+    forward = dataclasses.replace(mix, backward=False)
+    assert heur.trial_config([forward], "bf16") == INDUCTOR_DEFAULT
     choice = ('[{"config": {"R0_BLOCK": 2048, "XBLOCK": 2, "num_stages": 1, "num_warps": 16}, "heuristic": '
               '"HeuristicType.REDUCTION", "reduction_hint": "ReductionHint.INNER", "size_hints": {"r0_": 2048, '
               '"x": 8192}}]')

@@ -1,7 +1,9 @@
 """`inductor-tune patch`: the diff applies to a pristine copy of the installed torch, and the patched
-functions, imported from that copy, return the distilled configs under fake device properties."""
+functions, imported from that copy, return the distilled configs under fake device properties, for
+the kernels whose signature (fused reductions, forward or backward graph) the rule names only."""
 
 import ast
+import dataclasses
 import importlib.util
 import os
 import re
@@ -17,16 +19,50 @@ import sympy
 import torch
 from torch._inductor.runtime.hints import DeviceProperties, ReductionHint
 
-from inductor_tune import cli, cpu_codegen
+from inductor_tune import cli, cpu_codegen, heuristics, kernels, torch_rules
 from inductor_tune import patch as patch_mod
 from inductor_tune.heuristics import RuleSpec
+from inductor_tune.space import SlotConfig
 
 FILES = (
     "torch/version.py", "torch/_inductor/choices.py", "torch/_inductor/codegen/simd.py",
-    "torch/_inductor/runtime/triton_heuristics.py",
+    "torch/_inductor/codegen/triton.py", "torch/_inductor/runtime/triton_heuristics.py",
 )
+TH, CHOICES, SIMD, CODEGEN = FILES[4], FILES[1], FILES[2], FILES[3]
 RULES_MODULE = "torch._inductor.runtime.distilled_reduction_rules"
+PATCHED = {  # the patched copies of Inductor's modules, loaded beside the installed ones
+    "th": ("torch._inductor.runtime._patched_th", TH),
+    "choices": ("torch._inductor._patched_choices", CHOICES),
+    "simd": ("torch._inductor.codegen._patched_simd", SIMD),
+    "codegen": ("torch._inductor.codegen._patched_triton", CODEGEN),
+}
 SIGNATURE = {"in_ptr0": "*bf16", "in_ptr1": "*fp32", "out_ptr0": "*bf16", "xnumel": "i32", "r0_numel": "i32"}
+H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
+ALL_ROWS = (8192, 2**31)
+
+# One rule of every hook type, with configs from heuristics/h200.yaml (RMSNorm forward looped ->
+# persistent, LayerNorm forward looped config and persistent -> looped, the fused mix-order backward
+# of LayerNorm and of RMSNorm); the last one names no signature (a rule for any kernel).  The
+# mix-order rule signed "sum" (config of h200.yaml's LayerNorm backward rule at 4096) is what the CPU
+# harness sees of RMSNorm's backward: `_rms_backward` is compiled as a forward graph here, so its
+# signature carries no "@backward" (see test_patched_torch_generates_the_rules_kernels_end_to_end).
+RULES = (
+    # a candidate of h200.yaml's rule there (and h200-holdout.yaml's rule); h200.yaml's own pick,
+    # XBLOCK=2 warps=8, is also what Inductor's persistent configs give for these size hints
+    RuleSpec("inner_looped", 2, (2048, 4096), ALL_ROWS, SlotConfig(True, 4, 4), reductions="sum"),
+    RuleSpec("inner_looped", 2, (4096, 4096), ALL_ROWS, SlotConfig(False, 2, 8, R0_BLOCK=1024, num_stages=4),
+             reductions="welford_reduce+welford_reduce"),
+    RuleSpec("inner_persistent", 2, (256, 256), (32768, 2**31), SlotConfig(False, 128, 16, R0_BLOCK=64, num_stages=2),
+             reductions="welford_reduce+welford_reduce"),
+    RuleSpec("mix_order", 2, (2048, 2048), ALL_ROWS, SlotConfig(True, 8, 8, RSPLIT_SIZE=128, NUM_STAGES=3),
+             reductions="sum+sum@backward"),
+    RuleSpec("mix_order", 2, (4096, 8192), ALL_ROWS, SlotConfig(True, 2, 8, RSPLIT_SIZE=16, NUM_STAGES=3),
+             reductions="sum@backward"),
+    RuleSpec("mix_order", 2, (2048, 2048), ALL_ROWS, SlotConfig(True, 4, 8, RSPLIT_SIZE=32, NUM_STAGES=3),
+             reductions="sum"),
+    # the verdict winner of layernorm_fwd 8192x5120 (a looped config), for any kernel
+    RuleSpec("inner_looped", 2, (8192, 8192), (8192, 32768), SlotConfig(False, 2, 8, R0_BLOCK=1024, num_stages=2)),
+)
 
 
 def _pristine(dest) -> str:
@@ -47,7 +83,7 @@ def _load(name: str, path: str):
 
 @pytest.fixture(scope="module")
 def heur():
-    return fx.relaxed_heuristics()
+    return dataclasses.replace(heuristics.load(H200_FILE), rules=RULES)
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +95,11 @@ def patched(heur, tmp_path_factory):
     (tmp_path_factory.getbasetemp() / "fixture.patch").write_text(text)
     subprocess.run(["git", "apply", str(tmp_path_factory.getbasetemp() / "fixture.patch")], cwd=root, check=True)
     rules = _load(RULES_MODULE, os.path.join(root, patch_mod.RULES_PATH))
-    mods = types.SimpleNamespace(
-        root=root, rules=rules,
-        th=_load("torch._inductor.runtime._patched_th", os.path.join(root, FILES[3])),
-        choices=_load("torch._inductor._patched_choices", os.path.join(root, FILES[1])),
-        simd=_load("torch._inductor.codegen._patched_simd", os.path.join(root, FILES[2])),
-    )
+    mods = types.SimpleNamespace(root=root, rules=rules, **{
+        attr: _load(name, os.path.join(root, path)) for attr, (name, path) in PATCHED.items()
+    })
     yield mods
-    for name in (RULES_MODULE, "torch._inductor.runtime._patched_th", "torch._inductor._patched_choices",
-                 "torch._inductor.codegen._patched_simd"):
+    for name in (RULES_MODULE, *(name for name, _ in PATCHED.values())):
         del sys.modules[name]
 
 
@@ -78,8 +110,13 @@ def _props(cc=90, sms=132):
     )
 
 
-def _configs(th, rule, device, signature=SIGNATURE):
+def _configs(th, rule, device, signature=SIGNATURE, reductions="rule"):
+    """The configs ``th``'s config function gives for a kernel in the rule's range; ``reductions`` is
+    the kernel signature the patched codegen wrote into inductor_meta ("rule": the rule's own)."""
     meta = {"num_load": 2, "num_store": 1, "num_reduction": 1}
+    reductions = rule.reductions if reductions == "rule" else reductions
+    if reductions is not None:
+        meta["reduction_signature"] = reductions
     if rule.kind == "mix_order":
         meta["RSPLIT_SIZE"] = rule.RSPLIT_SIZE
     heuristic = th.persistent_reduction if rule.persistent else th.reduction
@@ -112,15 +149,23 @@ def test_patch_applies_cleanly_to_a_pristine_copy_of_the_installed_torch(heur, t
     if shutil.which("patch"):
         gnu = subprocess.run(["patch", "-p1", "--dry-run", "-i", str(path)], cwd=root, capture_output=True, text=True)
         assert gnu.returncode == 0, gnu.stdout + gnu.stderr
-    assert text.count("diff --git") == 4 and "new file mode" in text
+    assert text.count("diff --git") == 5 and "new file mode" in text
+    assert sorted(re.findall(r"^diff --git a/(\S+) ", text, re.M)) == sorted([patch_mod.RULES_PATH, *FILES[1:]])
 
 
 def test_each_hook_is_readable_in_its_hunk_and_the_table_shows_the_rules(heur):
     text, _ = patch_mod.generate(heur)
-    for name in ("persistent_decision", "looped_config", "persistent_config", "mix_order_config", "mix_order_split_size"):
+    for name in ("persistent_decision", "looped_config", "persistent_config", "mix_order_config", "mix_order_split_size",
+                 "reduction_signature"):
         assert re.search(rf"^\+.*\b{name}\(", text, re.M), name
-    for rule in heur.table().rules:
+    assert re.search(r'^\+.*\["reduction_signature"\] = ', text, re.M)  # the meta entry the codegen hook writes
+    for spec, rule in zip([r for r in heur.rules if r.config], heur.table().rules):
         assert f"Rule(kind={rule.kind!r}, element_size=2, rnumel={rule.rnumel!r}" in text
+        fused = f" ({spec.reductions})" if spec.reductions else ""
+        assert f"# {spec.kind}{fused}, rnumel {spec.rnumel[0]}..{spec.rnumel[1]}:" in text
+        if spec.reductions:  # the table line itself names the signature the rule keys on
+            line = rf"^\+ +Rule\(kind={rule.kind!r}, .*reductions={re.escape(repr(spec.reductions))}\),$"
+            assert re.search(line, text, re.M), spec.describe()
     assert "capability=90" in text and "sm_count=132" in text
 
 
@@ -143,18 +188,71 @@ def test_patched_config_functions_keep_inductors_configs_elsewhere(patched, heur
         assert got != _expected(rule) or rule.kind == "mix_order"  # Inductor's own mix pick may coincide
 
 
-def _features(rnumel, xnumel):
+def _other_signatures(rule) -> list:
+    """Kernel signatures a rule must not cover: no signature in the meta (an unpatched codegen), the
+    same reductions in the other graph direction, other reductions."""
+    if rule.reductions is None:
+        return []
+    plain = rule.reductions.removesuffix("@backward")
+    other_direction = plain if rule.reductions.endswith("@backward") else plain + "@backward"
+    others = {"sum", "welford_reduce+welford_reduce", "sum+sum@backward", "online_softmax_reduce+online_softmax_reduce"}
+    return [None, other_direction, *sorted(others - {rule.reductions})]
+
+
+def test_patched_config_functions_apply_a_rule_only_to_the_kernels_it_names(patched, heur):
+    """The rule's config comes back only when inductor_meta carries the rule's exact signature."""
+    import torch._inductor.runtime.triton_heuristics as pristine
+
+    checked = 0
+    for rule in heur.table().rules:
+        assert _configs(patched.th, rule, _props()) == _expected(rule), rule
+        for reductions in _other_signatures(rule):
+            if torch_rules.lookup(rule.kind, 2, rule.rnumel[0], rule.xnumel[1], heur.table(), reductions):
+                continue  # another rule covers that kernel (the mix-order rules at 2048)
+            got = _configs(patched.th, rule, _props(), reductions=reductions)
+            assert got == _configs(pristine, rule, _props(), reductions=reductions), (rule, reductions)
+            assert got != _expected(rule) or rule.kind == "mix_order", (rule, reductions)
+            checked += 1
+        if rule.reductions is None:  # a rule without a signature covers every kernel of its sizes
+            for reductions in (None, "sum", "max+sum@backward"):
+                assert _configs(patched.th, rule, _props(), reductions=reductions) == _expected(rule)
+    assert checked >= 20
+    # A "sum" rule keeps a "sum@backward" kernel or a LayerNorm of its size on Inductor's configs.
+    (looped,) = [r for r in heur.table().rules if r.reductions == "sum" and r.kind == "inner_looped"]
+    for reductions in ("sum@backward", "welford_reduce+welford_reduce"):
+        assert _configs(patched.th, looped, _props(), reductions=reductions) != _expected(looped)
+
+
+class _Reduction:
+    """A scheduler node as torch_rules reads its reduction type (node.node.get_reduction_type())."""
+
+    def __init__(self, kind):
+        self.node = types.SimpleNamespace(get_reduction_type=lambda: kind)
+
+    def is_reduction(self):
+        return True
+
+
+def _nodes(signature):
+    types_ = (signature or "").removesuffix("@backward")
+    return [_Reduction(t) for t in types_.split("+") if t]
+
+
+def _features(rnumel, xnumel, signature):
     node = types.SimpleNamespace(get_device=lambda: torch.device("cuda", 0))
     return types.SimpleNamespace(
         reduction_numel=sympy.Integer(rnumel), numel=sympy.Integer(xnumel), scheduler_nodes=lambda: [node],
         get_reduction_hint=lambda *a: ReductionHint.INNER, buf_accesses=lambda: {"x": [], "weight": []},
+        reduction_nodes=lambda: _nodes(signature),
     )
 
 
-_GRAPH = types.SimpleNamespace(
-    get_dtype=lambda name: torch.bfloat16 if name == "x" else torch.float32,
-    sizevars=types.SimpleNamespace(statically_known_leq=lambda a, b: int(a) <= int(b)),
-)
+def _graph(backward=False):
+    return types.SimpleNamespace(
+        get_dtype=lambda name: torch.bfloat16 if name == "x" else torch.float32,
+        sizevars=types.SimpleNamespace(statically_known_leq=lambda a, b: int(a) <= int(b)),
+        is_backward=backward,
+    )
 
 
 @pytest.mark.parametrize("sms", [132, 114])
@@ -163,35 +261,44 @@ def test_patched_persistent_threshold_follows_the_rules_on_their_gpu_only(patche
     from torch._inductor.virtualized import V
 
     checked = 0
-    with cpu_codegen.fake_cuda(9, sms), V.set_graph_handler(_GRAPH):
+    with cpu_codegen.fake_cuda(9, sms), V.set_graph_handler(_graph()):
         for rule in heur.table().rules:
             if rule.kind == "mix_order":
                 continue
             # a non-power-of-two row inside the rule's range, as the llm shapes have
-            features = _features(rule.rnumel[1] * 5 // 8, rule.xnumel[0])
+            features = _features(rule.rnumel[1] * 5 // 8, rule.xnumel[0], rule.reductions or "sum")
             default = InductorChoices.should_use_persistent_reduction(features, False)
             got = patched.choices.InductorChoices.should_use_persistent_reduction(features, False)
             assert got == (rule.persistent if sms == 132 else default)
             moves = rule.persistent != (rule.kind == "inner_persistent")
             assert (got != default) == (sms == 132 and moves)
+            if rule.reductions and moves:  # another kernel of the same size keeps Inductor's decision
+                other = _features(rule.rnumel[1] * 5 // 8, rule.xnumel[0], "max+sum")
+                assert patched.choices.InductorChoices.should_use_persistent_reduction(other, False) == default
             checked += 1
-    assert checked >= 2
+    assert checked >= 3
 
 
 def test_patched_split_size_hook_sits_in_inductors_split_choice(patched, heur):
-    (mix,) = [r for r in heur.table().rules if r.kind == "mix_order"]
-    node = types.SimpleNamespace(
-        get_device=lambda: torch.device("cuda", 0),
-        read_writes=types.SimpleNamespace(reads=[types.SimpleNamespace(name="x")], writes=[]),
-    )
     from torch._inductor.virtualized import V
 
-    with V.set_graph_handler(_GRAPH):
-        with cpu_codegen.fake_cuda(9, 132):
-            assert patched.rules.mix_order_split_size(node, 32768, mix.rnumel[0]) == mix.RSPLIT_SIZE
-        with cpu_codegen.fake_cuda(9, 114):
-            assert patched.rules.mix_order_split_size(node, 32768, mix.rnumel[0]) is None
-    tree = ast.parse(open(os.path.join(patched.root, FILES[2])).read())
+    mixes = [r for r in heur.table().rules if r.kind == "mix_order"]
+    assert {r.reductions for r in mixes} == {"sum", "sum@backward", "sum+sum@backward"}
+    for mix in mixes:
+        node = types.SimpleNamespace(
+            get_device=lambda: torch.device("cuda", 0), get_nodes=lambda mix=mix: _nodes(mix.reductions),
+            read_writes=types.SimpleNamespace(reads=[types.SimpleNamespace(name="x")], writes=[]),
+        )
+        backward = mix.reductions.endswith("@backward")
+        with V.set_graph_handler(_graph(backward)):
+            with cpu_codegen.fake_cuda(9, 132):
+                assert patched.rules.mix_order_split_size(node, 32768, mix.rnumel[0]) == mix.RSPLIT_SIZE
+            with cpu_codegen.fake_cuda(9, 114):
+                assert patched.rules.mix_order_split_size(node, 32768, mix.rnumel[0]) is None
+        if backward:  # the same reductions in a forward graph: not this rule's kernel
+            with V.set_graph_handler(_graph(False)), cpu_codegen.fake_cuda(9, 132):
+                assert patched.rules.mix_order_split_size(node, 32768, mix.rnumel[0]) is None
+    tree = ast.parse(open(os.path.join(patched.root, SIMD)).read())
     (pick,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_pick_split_size"]
     assert "mix_order_split_size" in ast.unparse(pick)
 
@@ -207,39 +314,109 @@ def _rms_backward(x, w, dy, rstd):
 _DECORATOR = re.compile(r"@triton_heuristics\.(\w+)\((.*?)\)\n@triton\.jit", re.S)
 
 
-def _decorator_configs(module, source: str):
-    """Evaluate the generated kernel's decorator and ask the given triton_heuristics for its configs."""
+def _decorator_args(source: str):
     heuristic, args = _DECORATOR.search(source).groups()
     kwargs = eval(f"dict({args})", {"DeviceProperties": DeviceProperties, "ReductionHint": ReductionHint,
                                     "__file__": None})
     kwargs.pop("filename", None)
+    return heuristic, kwargs
+
+
+def _decorator_configs(module, source: str, **meta):
+    """Evaluate the generated kernel's decorator and ask the given triton_heuristics for its configs
+    (``meta`` overrides entries of the kernel's inductor_meta)."""
+    heuristic, kwargs = _decorator_args(source)
+    kwargs["inductor_meta"] = {**kwargs["inductor_meta"], **meta}
     with mock.patch("torch.cuda.is_available", lambda: True):
         configs = getattr(module, heuristic)(filename=None, return_configs=True, **kwargs)
     return heuristic, [(dict(c.kwargs), c.num_warps, c.num_stages) for c in configs]
 
 
-def test_patched_torch_generates_the_rules_kernels_end_to_end(patched, heur, monkeypatch):
-    """Codegen with the patched threshold and split choice, then the patched config functions."""
+@pytest.fixture
+def patched_codegen(patched, monkeypatch):
+    """Inductor's codegen with the patch's three codegen-time hooks (persistent threshold, split size,
+    kernel signature in inductor_meta) taken from the patched copy."""
     from torch._inductor.choices import InductorChoices
     from torch._inductor.codegen.simd import SIMDScheduling
+    from torch._inductor.codegen.triton import TritonKernel
 
     monkeypatch.setattr(InductorChoices, "should_use_persistent_reduction",
                         patched.choices.InductorChoices.__dict__["should_use_persistent_reduction"])
     monkeypatch.setattr(SIMDScheduling, "_codegen_mix_order_reduction",
                         patched.simd.SIMDScheduling._codegen_mix_order_reduction)
-    table = {r.kind + str(r.rnumel[0]): r for r in heur.table().rules}
+    monkeypatch.setattr(TritonKernel, "inductor_meta_per_kernel",
+                        patched.codegen.TritonKernel.__dict__["inductor_meta_per_kernel"])
+    return patched
 
-    softmax = lambda x: torch.softmax(x.float(), -1).to(x.dtype)  # noqa: E731
-    (src,) = cpu_codegen.generate_sources(softmax, [((8192, 2048), torch.bfloat16)])
-    rule = table["inner_looped2048"]
-    assert _decorator_configs(patched.th, src) == ("persistent_reduction", _expected(rule))
 
+def _kernel(name, rows, cols):
+    spec = kernels.get_kernel(name)
+    inputs = [((rows, cols), torch.bfloat16) if n in ("x", "residual") else ((cols,), torch.float32)
+              for n in spec.inputs]
+    (src,) = cpu_codegen.generate_sources(spec.build(torch.float32), inputs)
+    return src
+
+
+def _rule(heur, kind, reductions, rnumel):
+    (rule,) = [r for r in heur.table().rules
+               if (r.kind, r.reductions) == (kind, reductions) and r.rnumel[0] <= rnumel <= r.rnumel[1]]
+    return rule
+
+
+def test_patched_codegen_writes_the_kernel_signature_and_the_config_functions_key_on_it(patched_codegen, heur):
+    """RMSNorm and LayerNorm forward of one size: the "sum" rule reaches RMSNorm's kernel only."""
+    import torch._inductor.runtime.triton_heuristics as pristine
+
+    th = patched_codegen.th
+    rms = _kernel("rmsnorm_fwd", 8192, 2048)
+    assert _decorator_args(rms)[1]["inductor_meta"]["reduction_signature"] == "sum"
+    rule = _rule(heur, "inner_looped", "sum", 2048)
+    assert _decorator_configs(th, rms) == ("persistent_reduction", _expected(rule))  # threshold moved, config set
+    # The same kernel read as another kernel's: Inductor's own configs, as the pristine torch gives them.
+    for other in ("sum@backward", "welford_reduce+welford_reduce", None):
+        got = _decorator_configs(th, rms, reduction_signature=other)
+        assert got == _decorator_configs(pristine, rms, reduction_signature=other) and got[1] != _expected(rule)
+
+    layer = _kernel("layernorm_fwd", 8192, 2048)  # no rule for LayerNorm at 2048: a looped Inductor kernel
+    assert _decorator_args(layer)[1]["inductor_meta"]["reduction_signature"] == "welford_reduce+welford_reduce"
+    assert _decorator_configs(th, layer) == _decorator_configs(pristine, layer)
+    assert _decorator_configs(th, layer)[0] == "reduction" and _decorator_configs(th, layer)[1] != _expected(rule)
+
+    layer = _kernel("layernorm_fwd", 8192, 4096)  # LayerNorm's own looped rule
+    rule = _rule(heur, "inner_looped", "welford_reduce+welford_reduce", 4096)
+    assert _decorator_configs(th, layer) == ("reduction", _expected(rule))
+    # the codegen's signature picks the rule: read as RMSNorm's, whose rule is persistent, it gets none
+    assert _decorator_configs(th, layer, reduction_signature="sum") == _decorator_configs(
+        pristine, layer, reduction_signature="sum") != _decorator_configs(th, layer)
+
+
+def test_patched_torch_generates_the_rules_kernels_end_to_end(patched_codegen, heur):
+    """The fused mix-order kernel: split size at codegen and launch config, from the rule of its signature.
+
+    `_rms_backward` is compiled as a forward graph on CPU (V.graph.is_backward is False), so its
+    kernel's signature is "sum"; on a GPU, AOTAutograd compiles it in a backward graph: "sum@backward".
+    """
     inputs = [((32768, 2048), torch.bfloat16), ((2048,), torch.float32), ((32768, 2048), torch.bfloat16),
               ((32768, 1), torch.float32)]
     (src,) = cpu_codegen.generate_sources(_rms_backward, inputs)
-    mix = table["mix_order2048"]
+    mix = _rule(heur, "mix_order", "sum", 2048)
+    assert _decorator_args(src)[1]["inductor_meta"]["reduction_signature"] == "sum"
     assert f"'RSPLIT_SIZE': {mix.RSPLIT_SIZE}" in src  # the split the rule chose at codegen
-    assert _decorator_configs(patched.th, src) == ("persistent_reduction", _expected(mix))
+    assert _decorator_configs(patched_codegen.th, src) == ("persistent_reduction", _expected(mix))
+
+    # The same graph lowered as a backward graph (as AOTAutograd lowers it on a GPU): its signature is
+    # "sum@backward", for which these rules have nothing at 2048, so Inductor keeps its split (16) and configs.
+    import torch._inductor.runtime.triton_heuristics as pristine
+    from torch._inductor.graph import GraphLowering
+
+    lower = GraphLowering.__init__
+    backward = lambda self, *a, **k: lower(self, *a, **{**k, "is_backward": True})  # noqa: E731
+    with mock.patch.object(GraphLowering, "__init__", backward):
+        (src,) = cpu_codegen.generate_sources(_rms_backward, inputs)
+    assert _decorator_args(src)[1]["inductor_meta"]["reduction_signature"] == "sum@backward"
+    assert "'RSPLIT_SIZE': 16" in src
+    got = _decorator_configs(patched_codegen.th, src)
+    assert got == _decorator_configs(pristine, src) and got[1] != _expected(mix)
 
 
 def test_unsupported_torch_version_is_refused_in_one_line(heur, tmp_path):
@@ -251,14 +428,38 @@ def test_unsupported_torch_version_is_refused_in_one_line(heur, tmp_path):
         patch_mod.generate(heur, root)
 
 
-def test_source_that_lost_an_anchor_is_refused_naming_the_file(heur, tmp_path):
+_META_213 = 'out["RSPLIT_SIZE"] = self.rsplit_size'
+_META_211 = 'inductor_meta["RSPLIT_SIZE"] = self.rsplit_size'
+
+
+@pytest.mark.parametrize("path, old, new", [
+    (SIMD, "return config.triton.mix_order_reduction_split_size", "return None"),
+    (CODEGEN, _META_213, 'out["RSPLIT"] = self.rsplit_size'),  # neither torch version's meta anchor
+])
+def test_source_that_lost_an_anchor_is_refused_naming_the_file(heur, tmp_path, path, old, new):
     root = _pristine(tmp_path)
-    path = os.path.join(root, FILES[2])
-    text = open(path).read()
-    open(path, "w").write(text.replace("return config.triton.mix_order_reduction_split_size", "return None"))
+    text = open(os.path.join(root, path)).read()
+    assert text.count(old) == 1
+    open(os.path.join(root, path), "w").write(text.replace(old, new))
     with pytest.raises(patch_mod.PatchError) as err:
         patch_mod.generate(heur, root)
-    assert "torch/_inductor/codegen/simd.py does not match" in str(err.value) and "\n" not in str(err.value)
+    assert f"{path} does not match" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_signature_hook_follows_each_torch_versions_inductor_meta(heur, tmp_path):
+    """torch 2.13 builds a kernel's meta in inductor_meta_per_kernel (``out``), 2.11 inline in
+    codegen_kernel (``inductor_meta``); a source holding both anchors is ambiguous and refused."""
+    root = _pristine(tmp_path)
+    path = os.path.join(root, CODEGEN)
+    text = open(path).read()
+    assert _META_213 in text and _META_211 not in text  # the installed torch is 2.13
+    hunk = lambda diff: diff.split(f"diff --git a/{CODEGEN}")[1].split("diff --git")[0]  # noqa: E731
+    assert '+            out["reduction_signature"] = ' in hunk(patch_mod.generate(heur, root)[0])
+    open(path, "w").write(text.replace(_META_213, _META_211))  # the 2.11 form of the same lines
+    assert '+            inductor_meta["reduction_signature"] = ' in hunk(patch_mod.generate(heur, root)[0])
+    open(path, "w").write(text + "\n" + text.split("def inductor_meta_per_kernel")[1].replace(_META_213, _META_211))
+    with pytest.raises(patch_mod.PatchError, match=r"codegen/triton\.py does not match .* found 2 times"):
+        patch_mod.generate(heur, root)
 
 
 def test_keep_default_only_file_and_already_patched_tree_are_refused(heur, patched, tmp_path):
@@ -286,3 +487,39 @@ def test_cli_patch_writes_the_file_and_reports_errors_in_one_line(heur, tmp_path
     assert err == ["inductor-tune: error: torch 2.9.1 is not supported: the patch generator knows the Inductor "
                    "sources of torch 2.11 and 2.13"]
     assert out.read_text() == before  # an error never touches an existing output
+
+
+def _assigned(code: str) -> set[str]:
+    """Names a hook's code binds in the function it is inserted into (assignments, walrus, imports)."""
+    import textwrap
+
+    names = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(code))):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name)
+    return names
+
+
+def test_no_hook_rebinds_a_name_of_the_function_it_sits_in():
+    """A hook binding a local its host function uses later breaks every compile (seen on the H200: a
+    `signature` in 2.11's codegen_kernel); only `configs`, the list a config hook replaces, may be."""
+    root = patch_mod.installed_torch_root()
+    checked = 0
+    for hook in patch_mod.HOOKS:
+        with open(os.path.join(root, hook.path)) as fh:
+            source = fh.read()
+        for anchor, code in hook.choices():
+            if source.count(anchor) != 1:
+                continue  # the other torch version's anchor
+            line = source[: source.index(anchor) + len(anchor)].count("\n")  # the hook's first line, 0-based
+            tree = ast.parse(source)
+            host = min((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and f.lineno <= line <= f.end_lineno), key=lambda f: f.end_lineno - f.lineno)
+            used = {n.id for n in ast.walk(host) if isinstance(n, ast.Name)}
+            used |= {a.arg for a in ast.walk(host) if isinstance(a, ast.arg)}
+            clash = (_assigned(code) & used) - {"configs"}
+            assert not clash, f"{hook.what}: the hook rebinds {sorted(clash)} of {host.name}"
+            checked += 1
+    assert checked == len(patch_mod.HOOKS)

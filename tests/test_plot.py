@@ -243,3 +243,140 @@ def test_report_errors_are_one_line(dbs, tmp_path, capsys, kind):
 def test_report_on_a_missing_file(tmp_path):
     with pytest.raises(StoreError, match="no database at"):
         report.build(str(tmp_path / "absent.sqlite"), tmp_path / "out")
+
+
+# -- validation records (`inductor-tune validate`), on a copy of db/validation.sqlite ------------
+
+
+@pytest.fixture(scope="module")
+def validation(tmp_path_factory):
+    path = tmp_path_factory.mktemp("val") / "validation.sqlite"
+    shutil.copy("db/validation.sqlite", path)
+    return str(path)
+
+
+def _records(path):
+    con = sqlite3.connect(path)
+    rows = con.execute("select id, heuristics_path, heuristics_digest, kernel, rows, cols, dtype, created, result_json "
+                       "from it_validation order by id").fetchall()
+    con.close()
+    return rows
+
+
+def test_validation_runs_group_by_file_and_digest(validation):
+    runs = plot.validation_runs(validation)
+    records = _records(validation)
+    expected = {}
+    for _, path, digest, kernel, m, n, dtype, *_ in records:
+        expected.setdefault((path, digest), []).append((kernel, m, n, dtype))
+    assert {(r.heuristics_path, r.digest) for r in runs} == set(expected)
+    for r in runs:
+        shapes = expected[(r.heuristics_path, r.digest)]
+        assert (r.records, r.shapes) == (len(shapes), len(set(shapes)))
+        assert r.first <= r.last
+    assert [r.last for r in runs] == sorted(r.last for r in runs)
+    twice = [r for r in runs if r.records > r.shapes]  # a run that re-measured its shapes
+    assert twice and all(r.heuristics_path == "heuristics/h200-holdout.yaml" for r in twice)
+
+
+def test_validation_points_take_the_latest_record_per_shape(validation):
+    from inductor_tune.validate import DEFAULT
+
+    records = _records(validation)
+    latest = {}
+    for rid, path, digest, kernel, m, n, dtype, created, text in records:
+        latest[(path, digest, kernel, m, n, dtype)] = (created, json.loads(text))  # ids grow with time
+    points = plot.validation_points(validation)
+    assert len(points) == sum(len(r["summary"]["variants"]) for _, r in latest.values())
+    by_key = {(p.heuristics_path, p.digest, p.kernel, p.rows, p.cols, p.dtype, p.variant): p for p in points}
+    for key, (created, result) in latest.items():
+        base = sorted(result["times"][DEFAULT])
+        for v in result["summary"]["variants"]:
+            p = by_key[key + (v["name"],)]
+            assert str(p.created)[:19] == str(created)[:19]
+            # GB/s, % of ceiling and the ratio follow from the stored rounds and bytes
+            median = sorted(result["times"][v["name"]])[len(base) // 2]
+            assert p.median_ms == pytest.approx(median)
+            assert p.gbps == pytest.approx(result["bytes"] / (median * 1e-3) / 1e9)
+            assert p.ratio_to_default == pytest.approx(base[len(base) // 2] / median)
+            assert p.ratio_low <= p.ratio_to_default <= p.ratio_high
+            assert p.pct_of_ceiling == pytest.approx(100 * p.gbps / p.ceiling_gbps)
+            assert 4000 < p.ceiling_gbps < 4300  # the H200 copy ceiling each run measured
+    # h200-holdout.yaml was validated twice; the later pass ran without the peer libraries installed
+    holdout = plot.validation_points(validation, digest="30bdca3118cec423")
+    assert len({(p.kernel, p.rows, p.cols) for p in holdout}) == 40
+    assert not {p.variant for p in holdout} & {"quack", "liger"}
+    assert all("liger: not importable here" in " ".join(p.notes) for p in holdout)
+    assert plot.validation_points(validation, heuristics_path="heuristics/h200.yaml", digest="30bdca3118cec423") == []
+
+
+def test_validation_rows_feed_validate_render(validation):
+    from inductor_tune import validate
+
+    rows = plot.validation_rows(validation, digest="26b57678205cf7d1")
+    points = plot.validation_points(validation, digest="26b57678205cf7d1")
+    assert len(rows) == len({(p.kernel, p.rows, p.cols) for p in points}) == 58
+    row = next(r for r in rows if (r.kernel, r.shape) == ("rmsnorm_fwd", "32768x2048"))
+    point = next(p for p in points
+                 if (p.kernel, p.rows, p.cols, p.variant) == ("rmsnorm_fwd", 32768, 2048, "heuristics"))
+    assert row.variant("heuristics").gbps == point.gbps and row.studied and row.best_peer() is not None
+    text = validate.render(rows)
+    assert "heuristics vs Inductor default: geomean" in text and "heuristics vs best peer" in text
+
+
+def test_validation_note_says_when_a_file_was_never_validated(validation):
+    runs = plot.validation_runs(validation)
+    assert plot.validation_note(runs, "heuristics/h200.yaml", "26b57678205cf7d1").startswith(
+        "validated as heuristics/h200.yaml (digest 26b57678205cf7d1): 58 shapes")
+    never = plot.validation_note(runs, "heuristics/h200.yaml", "0123456789abcdef")
+    assert "has no record of heuristics/h200.yaml with digest 0123456789abcdef" in never
+    assert "745059cb3bffd90c" in never and "26b57678205cf7d1" in never  # other versions of the path, not shown
+    assert "other versions" not in plot.validation_note(runs, "elsewhere.yaml", "0123456789abcdef")
+
+
+def test_plot_validation_series(validation):
+    points = plot.validation_points(validation, digest="26b57678205cf7d1")
+    ax = plot.plot_validation(_ax(), points, "rmsnorm_fwd")
+    lines = {line.get_label(): line for line in ax.lines if not line.get_label().startswith("_")}
+    assert {"Inductor default", "heuristics (rules installed)", "best found (study's per-shape winner)", "Quack",
+            "Liger"} <= set(lines)
+    # the line runs through the M=32768 sweep; the other shapes are bare markers labelled MxN
+    sweep = sorted((p for p in points if p.kernel == "rmsnorm_fwd" and p.rows == 32768), key=lambda p: p.cols)
+    for variant, label in (("inductor_default", "Inductor default"), ("heuristics", "heuristics (rules installed)")):
+        line = lines[label]
+        assert list(line.get_xdata()) == [p.cols for p in sweep if p.variant == variant]
+        assert list(line.get_ydata()) == [p.gbps for p in sweep if p.variant == variant]
+        assert line.get_color() == plot.COLORS["default" if variant == "inductor_default" else "heuristic"]
+    texts = {t.get_text() for t in ax.texts}
+    assert {"49152x1536", "16384x131072", "8192x262144"} <= texts
+    ceiling = next(line for label, line in lines.items() if label.startswith("copy ceiling"))
+    assert ceiling.get_linestyle() == "--"
+    assert ceiling.get_ydata()[0] == pytest.approx(max(p.ceiling_gbps for p in points if p.kernel == "rmsnorm_fwd"))
+    assert "4223-4225 GB/s" in ceiling.get_label()  # two sessions of the run, each with its own measured ceiling
+    # best found = Inductor's default where the study found no gain: hollow, at the default's GB/s
+    kept = next(c for c in ax.collections if c.get_label().startswith("best found = Inductor default"))
+    defaults = {p.cols: p.gbps for p in sweep if p.variant == "inductor_default"}
+    assert all(y == pytest.approx(defaults.get(x, y)) for x, y in kept.get_offsets().tolist())
+    legend = ax.get_legend().get_title().get_text()
+    assert "missing data" in legend and "Liger: none at 7 of 16 shapes" in legend and "not importable" in legend
+    assert ax.get_xscale() == "log" and "h200.yaml" in ax.get_title()
+
+
+def test_plot_validation_marks_regressions_and_refuses_mixed_runs(validation):
+    holdout = plot.validation_points(validation, digest="30bdca3118cec423")
+    ax = plot.plot_validation(_ax(), holdout, "layernorm_bwd")
+    ring = next(c for c in ax.collections if c.get_label().startswith("heuristics regressed"))
+    assert sorted(x for x, _ in ring.get_offsets().tolist()) == [1536, 2048]
+    assert "Quack: none at any shape" in ax.get_legend().get_title().get_text()
+    assert "M=16384" in ax.get_title()
+    empty = plot.plot_validation(_ax(), holdout, "layernorm_fwd", rows=8192)
+    assert not empty.axison and "no validation record" in empty.texts[0].get_text()
+    with pytest.raises(ValueError, match="heuristic files"):
+        plot.plot_validation(_ax(), plot.validation_points(validation), "rmsnorm_fwd")
+
+
+def test_validation_figure_png(validation, tmp_path):
+    fig = Figure(figsize=(8, 6.4), layout="constrained")
+    plot.plot_validation(fig.subplots(), plot.validation_points(validation, digest="26b57678205cf7d1"), "softmax_fwd")
+    fig.savefig(tmp_path / "v.png")
+    assert (tmp_path / "v.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -100,3 +100,20 @@ def test_show_filters(recorded):
     assert {r.kernel for r in study_rows(store, kernel="softmax_fwd")} == {"softmax_fwd"}
     assert study_rows(store, gpu="H100") == []
     assert len(study_rows(store, gpu="h200")) == 55
+
+
+def test_finished_needs_a_verdict_covering_every_successful_trial(recorded):
+    """A run stopped after more trials but before its next verdict is not finished: resuming it must
+    re-run the verdict rather than report finalists ranked among fewer trials."""
+    store = Store(f"sqlite:///{recorded}")
+    study = next(s for s in store.studies() if s.name.startswith("rmsnorm_fwd/32768x4096/"))
+    trials = store.trials(study.id)
+    budget = sum(t.outcome != Outcome.CONSTRAINT for t in trials)
+    ok = sum(t.outcome == Outcome.OK for t in trials)
+    assert store.verdict(study.id).trials_measured == ok and ok < len(trials)
+    assert store.finished(study.name, budget) and not store.finished(study.name, budget + 1)
+    store.set_verdict(study.id, trials_measured=ok - 1)
+    assert not store.finished(study.name, budget)
+    store.set_verdict(study.id, trials_measured=ok)
+    assert store.finished(study.name, budget)
+    assert not store.finished("no/such/study", 1)
