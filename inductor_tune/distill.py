@@ -491,7 +491,7 @@ def _rule_for(rules: Sequence[RuleSpec], p: ShapePoint) -> RuleSpec | None:
     return next((r for r in rules if r.matches(p.kind, p.element_size, p.r_pow2, p.x_pow2, p.reductions)), None)
 
 
-def score(rules: Sequence[RuleSpec], held: Sequence[ShapePoint]) -> list[dict]:
+def score(rules: Sequence[RuleSpec], held: Sequence[ShapePoint], params: FitParams = FitParams()) -> list[dict]:
     """One row per held-out shape: what the rule covering it gains there, where that was measured."""
     rows = []
     for p in held:
@@ -506,7 +506,7 @@ def score(rules: Sequence[RuleSpec], held: Sequence[ShapePoint]) -> list[dict]:
             "shape": p.label, "kind": p.kind,
             "rule": rule.config.describe() if rule and rule.config else "inductor default",
             "status": status, "speedup": None if speedup is None else round(speedup, 4),
-            "best_found": round(p.best, 4), "noise": round(max(p.noise, FitParams.noise_floor), 4),
+            "best_found": round(p.best, 4), "noise": round(max(p.noise, params.noise_floor), 4),
         })
     return rows
 
@@ -522,7 +522,7 @@ def holdout(points: Sequence[ShapePoint], params: FitParams = FitParams(), schem
     rows = []
     for held in folds:
         train = [p for p in points if p not in held]
-        rows += score(fit_rules(train, params, proposed_by(train)), held)
+        rows += score(fit_rules(train, params, proposed_by(train)), held, params)
     return summarize_rows(scheme, HOLDOUT_SCHEMES[scheme], rows)
 
 
@@ -615,5 +615,5 @@ def distill(
         **{scheme: holdout(fitted, params, scheme) for scheme in HOLDOUT_SCHEMES},
     }
     if held:
-        held_out[NAMED_SCHEME] = summarize_rows(NAMED_SCHEME, NAMED_METHOD, score(rules, held))
+        held_out[NAMED_SCHEME] = summarize_rows(NAMED_SCHEME, NAMED_METHOD, score(rules, held, params))
     return Heuristics(gpu, tuple(rules), provenance, held_out, not_covered)

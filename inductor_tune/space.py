@@ -73,7 +73,7 @@ class KernelSlot:
     rnumel: int
     mix_order: bool
     default_persistent: bool
-    # torch_rules.reductions_key of the kernel's reductions (e.g. "max+sum"); "" in spaces probed
+    # torch_rules.reductions_key of the kernel's reductions (e.g. "sum"); "" in spaces probed
     # before it was recorded (distill falls back to the catalog's kernels.KernelSpec.reductions).
     reductions: str = ""
 
