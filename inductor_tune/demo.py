@@ -2,8 +2,9 @@
 
 A short study per kernel/shape is answered by worker processes from ``db/sweeps.sqlite`` (real
 measurements, labelled replayed), its best configs are cross-measured (replayed too), then distilled
-into a heuristic file, drawn in a report and turned into a patch against the installed torch.  Nothing here is measured: every number comes
-from the recorded sweeps, and every study and record says so.
+into a heuristic file, drawn in a report and turned into a patch against the installed torch.
+Nothing here is measured: every number comes from the recorded sweeps, and every study and record
+says so.
 """
 
 from __future__ import annotations

@@ -12,10 +12,11 @@ reductions it fuses as the scheduler records them, e.g. ``online_softmax_reduce+
 for softmax or ``sum`` for RMSNorm, marked ``@backward`` in a backward graph), the smallest element
 size among the kernel's tensors, and next_pow2 of the reduction and row counts (the ``size_hints``
 Inductor's config functions receive).  The signature matters because the same size wants different
-launches: a looped LayerNorm loses to a persistent one where RMSNorm does not, and RMSNorm's
-backward row kernel (it also reads the gradient and the saved statistics) lost 27 % on an H200 with
-the config its forward wins with.  Rules only exist for the GPU they were measured on (compute capability and SM
-count); everywhere else, and for every kernel no rule covers, Inductor keeps its own heuristics.
+launches: at N = 8192 on an H200 a persistent kernel beat Inductor's looped one 2.1x for softmax and
+lost 0.77x for LayerNorm, and RMSNorm's backward row kernel (which also reads the gradient and the
+saved statistics) lost 27 % with the config its forward wins with.  Rules only exist for the GPU
+they were measured on (compute capability and SM count); everywhere else, and for every kernel no
+rule covers, Inductor keeps its own heuristics.
 """
 
 from __future__ import annotations
