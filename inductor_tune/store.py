@@ -274,23 +274,21 @@ class Store:
 
     # -- writes -----------------------------------------------------------------------------
 
-    def add_validation(self, **fields: Any) -> int:
+    def _insert(self, record: Base) -> int:
         with self.session() as s:
-            record = ValidationRecord(**fields)
             s.add(record)
             s.flush()
             return record.id
+
+    def add_validation(self, **fields: Any) -> int:
+        return self._insert(ValidationRecord(**fields))
 
     def validations(self) -> list[ValidationRecord]:
         with self.session() as s:
             return list(s.scalars(sa.select(ValidationRecord).order_by(ValidationRecord.id)))
 
     def add_crossmeasure(self, **fields: Any) -> int:
-        with self.session() as s:
-            record = CrossMeasureRecord(**fields)
-            s.add(record)
-            s.flush()
-            return record.id
+        return self._insert(CrossMeasureRecord(**fields))
 
     def crossmeasures(self) -> list[CrossMeasureRecord]:
         """Every cross-measure record, oldest first (absent in databases older than schema 4)."""
