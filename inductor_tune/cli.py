@@ -18,6 +18,9 @@ NO_GPU = (
 )
 
 
+# Kinds whose kernels run over the rows (crossmeasure --probes); outer reductions run over the columns.
+PROBEABLE_KINDS = ("mix_order", "inner_persistent", "inner_looped")
+
 SWEEP_TRIALS = 10**9  # a sweep ends when its grid is exhausted
 
 
@@ -82,6 +85,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="best configs taken from each shape of the adjacent size groups (default 2)")
     c.add_argument("--max-configs", type=int, default=10, help="configs timed per shape at most (default 10)")
     c.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
+    c.add_argument("--probes", default="mix_order", metavar="KINDS",
+                   help="kernel kinds whose group configs are also timed at 3/2 of each studied shape's rows, "
+                   "where no study ran (comma-separated: mix_order, inner_persistent, inner_looped; 'none'; "
+                   "default mix_order, whose program count follows the rows)")
     c.add_argument("--gpu", type=int, default=0, help="CUDA device index (default 0)")
     c.add_argument("--workers", type=int, help="worker processes (default: CPU cores - 1)")
     c.add_argument("--replay", metavar="DB", help="answer from measurements recorded in DB (labelled replayed)")
@@ -449,12 +456,20 @@ def cmd_demo(args) -> int:
 
 def cmd_crossmeasure(args) -> int:
     from . import crossmeasure, experiment as experiment_mod
-    from .distill import DistillError, load_points, open_stores, select_gpu
+    from .distill import open_stores
+    from .evidence import DistillError, load_points, select_gpu
     from .store import Store, check_url
 
     if args.rounds < 2 or min(args.top, args.max_configs) < 1 or args.neighbours < 0:
         raise CliError("--rounds must be at least 2, --top and --max-configs at least 1, --neighbours at least 0")
     kernels = set(experiment_mod.parse_kernels(args.kernels)) if args.kernels else None
+    probe_kinds = () if args.probes == "none" else tuple(k.strip() for k in args.probes.split(",") if k.strip())
+    unknown = sorted(set(probe_kinds) - set(PROBEABLE_KINDS))
+    if unknown:
+        raise CliError(f"--probes: unknown kind(s) {', '.join(unknown)}; known: {', '.join(PROBEABLE_KINDS)}, none")
+    if args.replay and probe_kinds:  # a recording holds the studies' own shapes; probes lie between them
+        log.warning("--replay: no probes (a recording has no measurements at shapes no study ran)")
+        probe_kinds = ()
     urls = [_storage_url(d) for d in args.db]
     for url in urls:
         check_url(url, create=False)
@@ -471,7 +486,7 @@ def cmd_crossmeasure(args) -> int:
         points = [p for p in points if kernels is None or p.kernel in kernels]
         if not points:
             raise CliError(f"no usable single-kernel study of {gpu.fingerprint} in {', '.join(args.db)}")
-        return crossmeasure.plan(points, args.top, args.neighbours, args.max_configs)
+        return crossmeasure.plan(points, args.top, args.neighbours, args.max_configs, probe_kinds)
 
     if args.plan_only:
         items = planned(args.plan_only)

@@ -7,6 +7,13 @@ element size, next_pow2(rnumel)) the best configs the group's studies found and 
 neighbouring size groups, and times all of them at every shape of the group, interleaved round by
 round with Inductor's default (the same ``remeasure`` task a study's verdict uses).  One record per
 shape goes to ``it_crossmeasure``; ``distill`` folds the ratios in as interleaved evidence.
+
+Probes.  A rule covers a range of rows, but the studies ran at power-of-two rows only.  Where a
+kernel's grid is rows / RSPLIT_SIZE programs (fused mix-order backward), how many waves fill the
+SMs changes with the rows, and a config may win at 8192 and 32768 rows yet lose at 16384 (seen on an
+H200).  So per studied shape of a probed kind the group's configs are also timed at 3/2 of its rows,
+a row count no study uses; ``distill`` counts those probes as shapes of the group that a rule must
+hold at too.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ import logging
 import math
 from typing import Sequence
 
-from .distill import ShapePoint, size_groups
+from .distill import size_groups
+from .evidence import ShapePoint, probe_point
 from .evaluate import Problem
 from .kernels import Shape
 from .records import TimingSpec
@@ -28,6 +36,10 @@ log = logging.getLogger(__name__)
 # Crossmeasure times many configs per shape; a shorter window than a study's keeps a full plan within
 # one GPU session, and interleaving (not window length) is what cancels drift.
 TIMING = TimingSpec(rep_ms=20.0)
+
+# Kernel kinds probed between the studied rows by default: those whose program count follows the rows
+# through their split size.  Other kinds launch rows / XBLOCK programs, many waves at these sizes.
+PROBED_KINDS = ("mix_order",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,11 +64,29 @@ def _top(point: ShapePoint, k: int) -> list[SlotConfig]:
     return sorted(mine, key=lambda c: (-point.speedups[c], c.describe()))[:k]
 
 
-def plan(points: Sequence[ShapePoint], top: int = 3, neighbours: int = 2, max_configs: int = 10) -> list[PlanItem]:
+def probes(points: Sequence[ShapePoint], kinds: Sequence[str] = PROBED_KINDS) -> list[ShapePoint]:
+    """One probe at 3/2 of the rows of every studied shape of ``kinds`` whose kernel runs over the rows
+    (xnumel == rows), unless a study measured that shape itself."""
+    studied = {(p.kernel, p.rows, p.cols, p.dtype) for p in points}
+    out: dict[tuple, ShapePoint] = {}
+    for p in points:
+        rows = p.rows * 3 // 2
+        key = (p.kernel, rows, p.cols, p.dtype)
+        if p.kind in kinds and not p.probe and p.slot.xnumel == p.rows and p.rows % 2 == 0 \
+                and key not in studied and key not in out:
+            out[key] = probe_point(p, rows)
+    return [out[k] for k in sorted(out)]
+
+
+def plan(points: Sequence[ShapePoint], top: int = 3, neighbours: int = 2, max_configs: int = 10,
+         probe_kinds: Sequence[str] = PROBED_KINDS) -> list[PlanItem]:
     """Per shape, the configs to time there: the ``top`` best of each shape of its group, then the
     ``neighbours`` best of each shape of the two adjacent size groups of the same family (so that
-    ``distill`` can tell whether one rule spans them), kept where legal at every shape of the group."""
+    ``distill`` can tell whether one rule spans them), kept where legal at every shape of the group.
+    Then the probes of ``probe_kinds`` (see the module's docstring) with the same configs."""
+    points = [p for p in points if not p.probe]  # probes come from the studies, never from other probes
     groups = size_groups(points)
+    probes_of = size_groups(probes(points, probe_kinds)) if probe_kinds else {}
     proposers: dict[SlotConfig, list[str]] = {}
     for p in points:
         for cfg in p.proposed:
@@ -75,6 +105,10 @@ def plan(points: Sequence[ShapePoint], top: int = 3, neighbours: int = 2, max_co
                 configs.append(cfg)
         configs = configs[:max_configs]
         for p in group:
+            items.append(PlanItem(p, tuple(configs), tuple(tuple(sorted(proposers.get(c, ()))) for c in configs)))
+        # A probe has more rows than its studied shape, and no launch constraint tightens with the
+        # rows, so the group's configs are legal there too.
+        for p in probes_of.get((kind, element_size, reductions, r), ()):
             items.append(PlanItem(p, tuple(configs), tuple(tuple(sorted(proposers.get(c, ()))) for c in configs)))
     return items
 
@@ -167,6 +201,9 @@ def describe(items: Sequence[PlanItem]) -> str:
         if key in seen:
             continue
         seen.add(key)
-        shapes = sum(1 for i in items if (i.point.family, i.point.r_pow2) == key)
-        lines.append(f"{p.kind} {p.reductions} r={p.r_pow2}: {shapes} shape(s) x {len(item.configs)} config(s)")
+        same = [i for i in items if (i.point.family, i.point.r_pow2) == key]
+        probed = sum(i.point.probe for i in same)
+        extra = f" + {probed} probe(s) at 3/2 of their rows" if probed else ""
+        lines.append(f"{p.kind} {p.reductions} r={p.r_pow2}: {len(same) - probed} shape(s){extra} x "
+                     f"{len(item.configs)} config(s)")
     return "\n".join(lines)

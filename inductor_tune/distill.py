@@ -1,14 +1,7 @@
 """Distil one GPU model's tuning studies into robust per-kernel-kind rules (``inductor-tune distill``).
 
-Evidence.  Only studies whose function compiles to a single reduction kernel under Inductor's
-default graph flags are used (forward norms and softmax, fused mix-order backward): there a trial's
-time belongs to that kernel's config.  In studies with several kernels every trial changes all of
-them at once, so no kernel's share can be told apart; those are listed as skipped.  Per shape, each
-measured config gets its speedup over Inductor's default: the interleaved re-measure ratio for the
-verdict's finalists and for every config ``inductor-tune crossmeasure`` timed there, else the
-trial-time ratio against the study's default trial.  The shape's noise is the largest of the
-default's round-to-round spreads and of how far trial ratios missed the interleaved ones.  Studies
-of the same shape (e.g. from two databases) pool their speedups (geometric mean).
+Evidence: per shape, each measured config's speedup over Inductor's default (``evidence.py``; probes
+included).
 
 Rules.  Shapes are grouped by kind (inner_persistent, inner_looped, outer, mix_order), the kernel's
 signature (its reductions, ``sum`` for RMSNorm, ``sum@backward`` for its fused backward, ...),
@@ -21,8 +14,9 @@ candidates the one with the best worst-case ratio to each shape's best wins (rob
 per-shape argmax); without one the rule says "keep default".  Neighbouring groups merge while one
 config serves both without losing more than ``merge_tolerance`` in the worst case.  A rule covers
 next_pow2(rows) from the fewest rows its family was measured at upwards (more rows add waves of the
-same programs; fewer rows than measured are never assumed), a mix-order rule from the fewest rows of
-its own shapes (its split size sets how many programs there are).
+same programs; fewer rows than measured are never assumed), a mix-order rule only the rows of its own
+shapes, probes included (its split size sets how many programs there are, and Inductor's own split
+grows with the rows).
 
 Hold-out.  Rules are refitted without some shapes and scored on them (every distinct N, every
 single shape, and optionally shapes named by the user), with only configs that the remaining
@@ -34,28 +28,21 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import logging
 import math
-import statistics
-from typing import Iterable, Mapping, Sequence
+from typing import Sequence
 
 from . import __version__
-from .heuristics import ELEMENT_SIZES, Evidence, GpuSpec, Heuristics, RuleSpec, slot_hints
-from .kernels import CATALOG, Shape
-from .records import Outcome
-from .space import DEFAULT_FLAGS, SearchSpace, SlotConfig, TrialConfig, slot_violations
-from .store import Gpu, Store, StoreError
-from .torch_rules import kernel_kind, kernel_signature, next_pow2
+from .evidence import DistillError, ShapePoint, geomean, load_points, select_gpu
+from .heuristics import Evidence, Heuristics, RuleSpec
+from .kernels import Shape
+from .space import SlotConfig, slot_violations
+from .store import Store, StoreError
 
 log = logging.getLogger(__name__)
 
 # Upper bound of every rule's row range (Inductor's x size hints stay below 2**31).
 X_UNBOUNDED = 1 << 31
-
-
-class DistillError(ValueError):
-    """Nothing sensible to distil (unknown GPU, no usable study); one line for the user."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,266 +63,11 @@ class FitParams:
 
 
 @dataclasses.dataclass(frozen=True)
-class ShapePoint:
-    """One kernel/shape/dtype: what each measured config gained over Inductor's default there."""
-
-    kernel: str
-    rows: int
-    cols: int
-    dtype: str
-    kind: str
-    reductions: str
-    slot: object  # space.KernelSlot of the single kernel
-    speedups: Mapping[SlotConfig, float]
-    noise: float
-    studies: tuple[str, ...]
-    inductor_default: str = ""
-    interleaved: frozenset = frozenset()  # configs whose speedup was timed interleaved with the default
-    proposed: frozenset = frozenset()  # configs this shape's own studies tried (its sampler's proposals)
-    failed: frozenset = frozenset()  # configs that failed to compile or run here in a crossmeasure
-    crossmeasured: int = 0  # crossmeasure records merged in
-
-    @property
-    def label(self) -> str:
-        return f"{self.kernel} {self.rows}x{self.cols} {self.dtype}"
-
-    @property
-    def element_size(self) -> int:
-        return ELEMENT_SIZES[self.dtype]
-
-    @property
-    def r_pow2(self) -> int:
-        return next_pow2(self.slot.rnumel)
-
-    @property
-    def x_pow2(self) -> int:
-        return next_pow2(self.slot.xnumel)
-
-    @property
-    def family(self) -> tuple[str, int, str]:
-        return self.kind, self.element_size, self.reductions
-
-    @property
-    def best(self) -> float:
-        return max([1.0, *self.speedups.values()])
-
-
-@dataclasses.dataclass(frozen=True)
 class GroupFit:
     points: tuple[ShapePoint, ...]
     config: SlotConfig | None
     evidence: Evidence
     worst_regret: float | None
-
-
-@dataclasses.dataclass(frozen=True)
-class Skipped:
-    study: str
-    reason: str
-
-
-# -- reading the studies -------------------------------------------------------------------------
-
-
-def select_gpu(stores: Sequence[Store], query: str) -> GpuSpec:
-    """The one GPU fingerprint (torch and triton included) that ``query`` names."""
-    found: dict[str, Gpu] = {}
-    for store in stores:
-        for study in store.studies():
-            found.setdefault(study.gpu.fingerprint, study.gpu)
-    q = query.lower()
-    matches = [g for fp, g in found.items() if q == fp.lower() or q in g.name.lower() or q in fp.lower()]
-    exact = [g for g in matches if g.fingerprint.lower() == q]
-    if not matches:
-        raise DistillError(f"no studies of a GPU matching {query!r}; the databases hold {', '.join(found) or 'none'}")
-    if len(matches) > 1 and not exact:
-        raise DistillError(
-            f"{query!r} matches {len(matches)} GPU fingerprints ({', '.join(g.fingerprint for g in matches)}); pass one"
-        )
-    g = (exact or matches)[0]
-    return GpuSpec(g.name, g.fingerprint, g.compute_capability, g.sm_count, g.torch, g.triton)
-
-
-def _median(values: Iterable[float | None]) -> float | None:
-    valid = [v for v in values if v is not None]
-    return statistics.median(valid) if valid else None
-
-
-def _signature(slot, kernel: str) -> str:
-    """The kernel's torch_rules.kernel_signature: the reductions the probe recorded, else (spaces probed
-    before they were recorded) the catalog's entry, marked for a backward graph."""
-    types = slot.reductions or (CATALOG[kernel].reductions if kernel in CATALOG else "")
-    return kernel_signature(types.split("+"), slot.backward) if types else ""
-
-
-def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False) -> ShapePoint | Skipped:
-    name = f"{db_name}: {study.name}"  # two databases may hold studies of the same name
-    if study.replayed and not allow_replayed:
-        return Skipped(name, "replayed study: its times are copies of other measurements")
-    if study.dtype not in ELEMENT_SIZES:
-        return Skipped(name, f"dtype {study.dtype} has no known element size")
-    if not study.space_json:
-        return Skipped(name, "no probed search space")
-    space = SearchSpace.from_json(study.space_json)
-    try:
-        default_slots = space.structure(DEFAULT_FLAGS)
-    except KeyError:
-        return Skipped(name, "Inductor's default graph flags were not probed")
-    if len(default_slots) != 1:
-        return Skipped(name, f"{len(default_slots)} reduction kernels change together in every trial; "
-                             "no kernel's share of the time can be told apart")
-    slot = default_slots[0]
-    reductions = _signature(slot, study.kernel)
-    if not reductions:
-        return Skipped(name, "the kernel's reduction types were not probed and the catalog does not know them")
-    ok = [t for t in store.trials(study.id) if t.outcome == Outcome.OK and t.time_ms]
-    default = [t for t in ok if t.inductor_default]
-    if not default:
-        return Skipped(name, "no successful Inductor-default trial")
-    default_ms = _median(t.time_ms for t in default)
-    hint = slot_hints([slot], default[0].inductor_choice_json).get(slot.key)
-    if not slot.mix_order and hint is None:
-        return Skipped(name, "Inductor's reduction hint for its kernel is not recorded")
-    kind = kernel_kind(hint or "", next_pow2(slot.rnumel), slot.mix_order)
-
-    times: dict[SlotConfig, list[float]] = collections.defaultdict(list)
-    trial_cfg: dict[int, SlotConfig] = {}
-    for t in ok:
-        if t.inductor_default:
-            continue
-        config = TrialConfig.from_json(t.config_json)
-        try:
-            same_kernel = space.structure(config.flags) == default_slots
-        except KeyError:
-            same_kernel = False
-        if same_kernel and slot.key in config.slot_map():  # other flags, same single kernel
-            trial_cfg[t.trial_number] = config.slot_map()[slot.key]
-            times[trial_cfg[t.trial_number]].append(t.time_ms)
-    speedups = {cfg: default_ms / _median(ts) for cfg, ts in times.items()}
-
-    noise = None
-    interleaved = set()
-    verdict = store.verdict(study.id)
-    if verdict is not None and verdict.rounds_json:
-        rounds = json.loads(verdict.rounds_json)
-        default_rounds = [r for r in rounds[0] if r]
-        if default_rounds:
-            d_ms = statistics.median(default_rounds)
-            noise = (max(default_rounds) - min(default_rounds)) / d_ms
-            # The finalists are ranked among the trials the verdict saw; later trials (a run stopped
-            # before its next verdict) must not shift which rounds belong to which config.
-            for trial, cfg_rounds in zip(_finalists(ok[: verdict.trials_measured]), rounds[1:]):
-                f_ms = _median(cfg_rounds)
-                cfg = trial_cfg.get(trial.trial_number)
-                if f_ms is None or cfg is None:
-                    continue
-                interleaved_ratio = d_ms / f_ms
-                noise = max(noise, abs(speedups[cfg] / interleaved_ratio - 1))
-                speedups[cfg] = interleaved_ratio  # interleaved with the default: the better estimate
-                interleaved.add(cfg)
-    if noise is None:
-        return Skipped(name, "no interleaved re-measure (verdict), so its noise is unknown")
-    return ShapePoint(
-        study.kernel, study.rows, study.cols, study.dtype, kind, reductions, slot, speedups, noise, (name,),
-        _default_description(default[0].inductor_choice_json, slot), frozenset(interleaved), frozenset(times),
-    )
-
-
-def _finalists(ok) -> list:
-    """The verdict's finalists, in its order: best trial time first, one per distinct config (search.py)."""
-    ranked, seen = [], set()
-    for t in sorted((t for t in ok if not t.inductor_default), key=lambda t: t.time_ms):
-        if t.config_json not in seen:
-            seen.add(t.config_json)
-            ranked.append(t)
-    return ranked
-
-
-def _default_description(choice_json: str | None, slot) -> str:
-    for k in json.loads(choice_json or "[]"):
-        cfg = k.get("config") or {}
-        if k.get("size_hints") == {"x": next_pow2(slot.xnumel), "r0_": next_pow2(slot.rnumel)} and \
-                bool(cfg.get("RSPLIT_SIZE")) == slot.mix_order:
-            persistent = "PERSISTENT" in str(k.get("heuristic", ""))
-            return SlotConfig(
-                persistent, cfg.get("XBLOCK", 1), cfg.get("num_warps", 0), cfg.get("R0_BLOCK"),
-                cfg.get("num_stages", 1), cfg.get("RSPLIT_SIZE"), cfg.get("NUM_STAGES"),
-            ).describe()
-    return ""
-
-
-def load_points(
-    stores: Sequence[Store], gpu: GpuSpec, names: Sequence[str] | None = None, allow_replayed: bool = False
-) -> tuple[list[ShapePoint], list[Skipped]]:
-    """Shape points of one GPU fingerprint, with the crossmeasure records of the same fingerprint
-    merged in; studies of the same shape are pooled."""
-    by_shape: dict[tuple, list[ShapePoint]] = collections.defaultdict(list)
-    skipped: list[Skipped] = []
-    crossmeasured: dict[tuple, list] = collections.defaultdict(list)
-    for store, db_name in zip(stores, names or [s.url for s in stores]):
-        for study in store.studies():
-            if study.gpu.fingerprint != gpu.fingerprint:
-                continue
-            got = _study_point(store, study, db_name, allow_replayed)
-            if isinstance(got, Skipped):
-                skipped.append(got)
-            else:
-                by_shape[(got.kernel, got.rows, got.cols, got.dtype)].append(got)
-        for rec in store.crossmeasures():
-            if rec.gpu.fingerprint == gpu.fingerprint and (allow_replayed or not rec.replayed):
-                crossmeasured[(rec.kernel, rec.rows, rec.cols, rec.dtype)].append(rec)
-    points = [_with_crossmeasure(_pool(ps), crossmeasured.get(key, ())) for key, ps in sorted(by_shape.items())]
-    return points, skipped
-
-
-def _pool(points: list[ShapePoint]) -> ShapePoint:
-    if len(points) == 1:
-        return points[0]
-    per_cfg: dict[SlotConfig, list[float]] = collections.defaultdict(list)
-    for p in points:
-        for cfg, s in p.speedups.items():
-            per_cfg[cfg].append(s)
-    return dataclasses.replace(
-        points[0], speedups={c: _geomean(v) for c, v in per_cfg.items()}, noise=max(p.noise for p in points),
-        studies=tuple(n for p in points for n in p.studies),
-        interleaved=frozenset().union(*(p.interleaved for p in points)),
-        proposed=frozenset().union(*(p.proposed for p in points)),
-    )
-
-
-def _with_crossmeasure(point: ShapePoint, records: Sequence) -> ShapePoint:
-    """The point with every crossmeasured config's interleaved ratio (a later record's replaces an
-    earlier one's) and the default's spread in those records folded into its noise."""
-    speedups, interleaved, failed, noise = dict(point.speedups), set(point.interleaved), set(point.failed), point.noise
-    used = 0
-    for rec in records:
-        configs = [TrialConfig.from_json(c) for c in json.loads(rec.configs_json)]
-        rounds = json.loads(rec.rounds_json)
-        base = [t for t in (rounds[0] if rounds else []) if t]
-        if not base or not configs[0].inductor_default:
-            continue
-        used += 1
-        d_ms = statistics.median(base)
-        noise = max(noise, (max(base) - min(base)) / d_ms)
-        for config, cfg_rounds in zip(configs[1:], rounds[1:]):
-            cfg = config.slot_map().get(point.slot.key)
-            if cfg is None or config.flags != DEFAULT_FLAGS:
-                continue
-            valid = [t for t in cfg_rounds if t]
-            if not valid:
-                failed.add(cfg)
-                continue
-            failed.discard(cfg)
-            speedups[cfg] = d_ms / statistics.median(valid)
-            interleaved.add(cfg)
-    if not used:
-        return point
-    return dataclasses.replace(point, speedups=speedups, interleaved=frozenset(interleaved), failed=frozenset(failed),
-                               noise=noise, crossmeasured=point.crossmeasured + used)
-
-
-def _geomean(values: Sequence[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 # -- fitting -------------------------------------------------------------------------------------
@@ -352,7 +84,7 @@ class Candidate:
 
     @property
     def gain(self) -> float:
-        return _geomean(self.gains)
+        return geomean(self.gains)
 
     min_gain: float = 0.0
 
@@ -452,12 +184,16 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
                     continue
             runs.append((r, r, fit))
         for lo, hi, fit in runs:
-            # A fused mix-order kernel has rows/RSPLIT_SIZE programs, so its best split moves with the
-            # rows (an H200 lost 2x at 8192 rows with a split chosen at 32768): its rules start at the
-            # fewest rows of their own shapes.  Other kernels launch the same programs at any row count.
-            low = min(p.x_pow2 for p in fit.points) if kind == "mix_order" else x_low
-            rules.append(RuleSpec(kind, element_size, (lo, hi), (low, X_UNBOUNDED), fit.config, fit.evidence,
-                                  reductions))
+            # A fused mix-order kernel has rows/RSPLIT_SIZE programs, and Inductor's own split grows with
+            # the rows (rows / (8 x SMs), 16..128), so a fixed split's edge moves with them: on an H200 a
+            # split chosen at 32768 rows lost 2x at 8192, and one fitted up to 49152 lost 5 % at 81920.
+            # Its rules cover only the rows of their own shapes (studies and probes).  Other kernels
+            # launch rows/XBLOCK programs, the same ones at any row count beyond the fewest measured.
+            if kind == "mix_order":
+                rows = (min(p.x_pow2 for p in fit.points), max(p.x_pow2 for p in fit.points))
+            else:
+                rows = (x_low, X_UNBOUNDED)
+            rules.append(RuleSpec(kind, element_size, (lo, hi), rows, fit.config, fit.evidence, reductions))
     return rules
 
 
@@ -513,15 +249,17 @@ def score(rules: Sequence[RuleSpec], held: Sequence[ShapePoint], params: FitPara
 
 def holdout(points: Sequence[ShapePoint], params: FitParams = FitParams(), scheme: str = "leave_one_n_out") -> dict:
     """Fit on some shapes, score on the disjoint rest; never in-sample."""
+    studied = [p for p in points if not p.probe]  # probes are never scored: no study searched there
     if scheme == "leave_one_n_out":
-        folds = [[p for p in points if p.cols == n] for n in sorted({p.cols for p in points})]
+        folds = [[p for p in studied if p.cols == n] for n in sorted({p.cols for p in studied})]
     elif scheme == "leave_one_shape_out":
-        folds = [[p] for p in points]
+        folds = [[p] for p in studied]
     else:
         raise ValueError(f"unknown hold-out scheme {scheme!r}; known: {', '.join(HOLDOUT_SCHEMES)}")
     rows = []
     for held in folds:
-        train = [p for p in points if p not in held]
+        held_n = {p.cols for p in held} if scheme == "leave_one_n_out" else set()
+        train = [p for p in points if p not in held and not (p.probe and p.cols in held_n)]
         rows += score(fit_rules(train, params, proposed_by(train)), held, params)
     return summarize_rows(scheme, HOLDOUT_SCHEMES[scheme], rows)
 
@@ -540,12 +278,12 @@ def _summarize(rows: list[dict]) -> dict:
                                    ("measured", "unmeasured", "keep default", "no rule")}}
     if scored:
         out.update(
-            geomean_speedup=round(_geomean([r["speedup"] for r in scored]), 4),
+            geomean_speedup=round(geomean([r["speedup"] for r in scored]), 4),
             worst_speedup=round(min(r["speedup"] for r in scored), 4),
             regressions_beyond_noise=sum(r["speedup"] < 1 - r["noise"] for r in scored),
-            oracle_geomean_same_shapes=round(_geomean([r["best_found"] for r in scored]), 4),
+            oracle_geomean_same_shapes=round(geomean([r["best_found"] for r in scored]), 4),
             # The issue's yardstick: the rules against the best config found at each shape.
-            geomean_vs_best_found=round(_geomean([r["speedup"] / r["best_found"] for r in scored]), 4),
+            geomean_vs_best_found=round(geomean([r["speedup"] / r["best_found"] for r in scored]), 4),
             worst_vs_best_found=round(min(r["speedup"] / r["best_found"] for r in scored), 4),
         )
     return out
@@ -582,7 +320,7 @@ def distill(
         raise DistillError(f"no usable single-kernel study of {gpu.fingerprint}: "
                            + "; ".join(sorted({s.reason for s in skipped}))[:300])
     held_shapes = {(s.rows, s.cols) for s in hold_out}
-    held = [p for p in points if (p.rows, p.cols) in held_shapes]
+    held = [p for p in points if (p.rows, p.cols) in held_shapes and not p.probe]
     fitted = [p for p in points if (p.rows, p.cols) not in held_shapes]
     missing = sorted(held_shapes - {(p.rows, p.cols) for p in held})
     if missing:
@@ -601,6 +339,7 @@ def distill(
         "parameters": dataclasses.asdict(params),
         "shapes": shapes_by_kind,
         "held_out_shapes": sorted(p.label for p in held),
+        "probe_shapes": sum(p.probe for p in fitted),
         "crossmeasured_shapes": sum(p.crossmeasured > 0 for p in points),
         "studies": sorted(n for p in fitted for n in p.studies),
         "skipped_studies": [{"study": s.study, "reason": s.reason} for s in skipped],

@@ -40,6 +40,10 @@ FIXTURE_STUDIES = {
 }
 MULTI_KERNEL = "rmsnorm_bwd/8192x5120/bf16"  # 3 reduction kernels under Inductor's default flags
 HELD_OUT = "16384x1536"
+# Crossmeasure probes (crossmeasure.probes: 3/2 of a studied shape's rows, no study there) of the fused
+# backward at N = 1536 and 2048; at 24576x2048 the split-32 config that won at 8192 and 32768 rows lost.
+PROBE_SHAPES = frozenset((k, m, n, "bf16") for k in ("rmsnorm_bwd", "layernorm_bwd")
+                         for m, n in ((12288, 2048), (24576, 1536), (24576, 2048), (49152, 2048)))
 
 
 def _shape_key(name: str) -> tuple:
@@ -51,9 +55,9 @@ def _shape_key(name: str) -> tuple:
 FIXTURE_SHAPES = frozenset(_shape_key(n) for names in FIXTURE_STUDIES.values() for n in names)
 
 
-def _copy_subset(source: str, dest: str, prefixes: list[str] | None) -> None:
+def _copy_subset(source: str, dest: str, prefixes: list[str] | None, shapes=FIXTURE_SHAPES) -> None:
     """Studies named by ``prefixes`` with their trials and verdicts; None: the crossmeasure records of
-    the fixture's shapes instead."""
+    ``shapes`` instead."""
     src = Store(f"sqlite:///{source}", create=False)
     dst = Store(f"sqlite:///{dest}", create=True)
     with src.engine.connect() as s, dst.engine.begin() as d:
@@ -61,7 +65,7 @@ def _copy_subset(source: str, dest: str, prefixes: list[str] | None) -> None:
         if prefixes is None:
             table = CrossMeasureRecord.__table__
             rows = [dict(r) for r in s.execute(sa.select(table).order_by(table.c.id)).mappings()
-                    if (r["kernel"], r["rows"], r["cols"], r["dtype"]) in FIXTURE_SHAPES]
+                    if (r["kernel"], r["rows"], r["cols"], r["dtype"]) in shapes]
             d.execute(sa.insert(table), rows)
         else:
             studies = [r for r in s.execute(sa.select(Study.__table__)).mappings()
@@ -77,14 +81,14 @@ def _copy_subset(source: str, dest: str, prefixes: list[str] | None) -> None:
     dst.engine.dispose()
 
 
-def _build(folder: str, sources: dict[str, list[str] | None]) -> tuple[str, ...]:
+def _build(folder: str, sources: dict[str, list[str] | None], shapes=FIXTURE_SHAPES, suffix="") -> tuple[str, ...]:
     out = []
     for name, prefixes in sources.items():
         # Copy the source first so that db/ is only ever read by a plain file copy.
         source = os.path.join(folder, f"source-{name}.sqlite")
         shutil.copyfile(os.path.join(ROOT, "db", f"{name}.sqlite"), source)
-        dest = os.path.join(folder, f"{name}.sqlite")
-        _copy_subset(source, dest, prefixes)
+        dest = os.path.join(folder, f"{name}{suffix}.sqlite")
+        _copy_subset(source, dest, prefixes, shapes)
         os.unlink(source)
         out.append(dest)
     return tuple(out)
@@ -95,6 +99,13 @@ def fixture_dbs() -> tuple[str, ...]:
     """Paths of the fixture databases, quack, llm, holdout (studies) then crossmeasure (records),
     built once per test session in a temporary folder."""
     return _build(tempfile.mkdtemp(prefix="it-distill-fixture-"), {**FIXTURE_STUDIES, "crossmeasure": None})
+
+
+@functools.lru_cache(maxsize=None)
+def probe_db() -> str:
+    """The crossmeasure records at PROBE_SHAPES (no study ran there), in a database of their own."""
+    (path,) = _build(tempfile.mkdtemp(prefix="it-probe-fixture-"), {"crossmeasure": None}, PROBE_SHAPES, "-probes")
+    return path
 
 
 def study_dbs() -> tuple[str, ...]:

@@ -99,7 +99,7 @@ def _best(p, k):
 
 def test_plan_times_each_groups_own_best_then_its_neighbours_where_legal(points):
     groups = distill.size_groups(points)
-    items = crossmeasure.plan(points, top=3, neighbours=2, max_configs=100)
+    items = crossmeasure.plan(points, top=3, neighbours=2, max_configs=100, probe_kinds=())  # test_probes.py
     assert sorted(i.point.label for i in items) == sorted(p.label for p in points)
     by_group = collections.defaultdict(list)
     for item in items:
@@ -126,10 +126,10 @@ def test_plan_times_each_groups_own_best_then_its_neighbours_where_legal(points)
     assert dropped  # some neighbour's best config is illegal here and was left out
     assert any(len(i.configs) > len(dict.fromkeys(c for p in groups[(*i.point.family, i.point.r_pow2)]
                                                   for c in _best(p, 3))) for i in items)  # neighbours added
-    capped = crossmeasure.plan(points, top=3, neighbours=2, max_configs=4)
+    capped = crossmeasure.plan(points, top=3, neighbours=2, max_configs=4, probe_kinds=())
     full = {i.point.label: i.configs for i in items}
     assert all(i.configs == full[i.point.label][:4] for i in capped)
-    alone = crossmeasure.plan(points, top=1, neighbours=0)
+    alone = crossmeasure.plan(points, top=1, neighbours=0, probe_kinds=())
     for item in alone:
         group = groups[(*item.point.family, item.point.r_pow2)]
         assert set(item.configs) <= {c for p in group for c in _best(p, 1)}

@@ -211,15 +211,18 @@ def test_unsure_groups_keep_the_default_and_say_why(heur, points):
         assert "does not exceed the noise" in _rule(noisy, adopted.kind, adopted.reductions, adopted.rnumel[0]).evidence.note
 
 
-def test_rules_cover_rows_from_the_fewest_measured_up_to_unbounded(heur, points):
+def test_rules_cover_rows_from_the_fewest_measured_up_and_mix_order_only_its_own_rows(heur, points):
     mix_own = _rule(heur.rules, "mix_order", "sum@backward", 8192)
     assert mix_own.config is not None and mix_own.evidence.shapes == ("rmsnorm_bwd 32768x5120 bf16",)
-    assert mix_own.xnumel == (32768, distill.X_UNBOUNDED)  # its family was measured at 8192 rows too
+    assert mix_own.xnumel == (32768, 32768)  # its family was measured at 8192 rows too, it only at 32768
+    assert not mix_own.matches("mix_order", 2, 8192, 65536, "sum@backward")
     for rule in heur.rules:
         family = [p for p in points if p.family == (rule.kind, rule.element_size, rule.reductions)]
         own = [p for p in family if p.label in rule.evidence.shapes]
-        low = min(p.x_pow2 for p in (own if rule.kind == "mix_order" else family))
-        assert rule.xnumel == (low, distill.X_UNBOUNDED), rule.describe()
+        if rule.kind == "mix_order":
+            assert rule.xnumel == (min(p.x_pow2 for p in own), max(p.x_pow2 for p in own)), rule.describe()
+        else:
+            assert rule.xnumel == (min(p.x_pow2 for p in family), distill.X_UNBOUNDED), rule.describe()
     looped = _rule(heur.rules, "inner_looped", SOFTMAX, 2048)
     assert looped.xnumel[0] == 8192 and not looped.matches("inner_looped", 2, 2048, 4096, SOFTMAX)
     # A looped rule measured only at 32768 rows still covers 8192 (its family was measured there).

@@ -1,0 +1,327 @@
+"""Per-shape evidence for ``distill``: what each measured config gained over Inductor's default.
+
+Evidence.  Only studies whose function compiles to a single reduction kernel under Inductor's
+default graph flags are used (forward norms and softmax, fused mix-order backward): there a trial's
+time belongs to that kernel's config.  In studies with several kernels every trial changes all of
+them at once, so no kernel's share can be told apart; those are listed as skipped.  Per shape, each
+measured config gets its speedup over Inductor's default: the interleaved re-measure ratio for the
+verdict's finalists and for every config ``inductor-tune crossmeasure`` timed there, else the
+trial-time ratio against the study's default trial.  The shape's noise is the largest of the
+default's round-to-round spreads and of how far trial ratios missed the interleaved ones.  Studies
+of the same shape (e.g. from two databases) pool their speedups (geometric mean).
+
+Probes.  Crossmeasure records at a shape no study ran (``crossmeasure.probes``: 3/2 of a studied
+shape's rows) join their group as probe shapes: every candidate must have been timed there too, and
+must not lose there, but a probe proposes no config and is never scored as held out.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import logging
+import math
+import statistics
+from typing import Iterable, Mapping, Sequence
+
+from .heuristics import ELEMENT_SIZES, GpuSpec, slot_hints
+from .kernels import CATALOG
+from .records import Outcome
+from .space import DEFAULT_FLAGS, SearchSpace, SlotConfig, TrialConfig, slot_key
+from .store import Gpu, Store
+from .torch_rules import kernel_kind, kernel_signature, next_pow2
+
+log = logging.getLogger(__name__)
+
+
+class DistillError(ValueError):
+    """Nothing sensible to distil (unknown GPU, no usable study); one line for the user."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapePoint:
+    """One kernel/shape/dtype: what each measured config gained over Inductor's default there."""
+
+    kernel: str
+    rows: int
+    cols: int
+    dtype: str
+    kind: str
+    reductions: str
+    slot: object  # space.KernelSlot of the single kernel
+    speedups: Mapping[SlotConfig, float]
+    noise: float
+    studies: tuple[str, ...]
+    inductor_default: str = ""
+    interleaved: frozenset = frozenset()  # configs whose speedup was timed interleaved with the default
+    proposed: frozenset = frozenset()  # configs this shape's own studies tried (its sampler's proposals)
+    failed: frozenset = frozenset()  # configs that failed to compile or run here in a crossmeasure
+    crossmeasured: int = 0  # crossmeasure records merged in
+    # A shape no study ran, where crossmeasure timed its group's configs (crossmeasure.probes): it
+    # proposes nothing and is never scored as held out, but a rule must hold there too.
+    probe: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel} {self.rows}x{self.cols} {self.dtype}" + (" (probe)" if self.probe else "")
+
+    @property
+    def element_size(self) -> int:
+        return ELEMENT_SIZES[self.dtype]
+
+    @property
+    def r_pow2(self) -> int:
+        return next_pow2(self.slot.rnumel)
+
+    @property
+    def x_pow2(self) -> int:
+        return next_pow2(self.slot.xnumel)
+
+    @property
+    def family(self) -> tuple[str, int, str]:
+        return self.kind, self.element_size, self.reductions
+
+    @property
+    def best(self) -> float:
+        return max([1.0, *self.speedups.values()])
+
+
+@dataclasses.dataclass(frozen=True)
+class Skipped:
+    study: str
+    reason: str
+
+
+def select_gpu(stores: Sequence[Store], query: str) -> GpuSpec:
+    """The one GPU fingerprint (torch and triton included) that ``query`` names."""
+    found: dict[str, Gpu] = {}
+    for store in stores:
+        for study in store.studies():
+            found.setdefault(study.gpu.fingerprint, study.gpu)
+    q = query.lower()
+    matches = [g for fp, g in found.items() if q == fp.lower() or q in g.name.lower() or q in fp.lower()]
+    exact = [g for g in matches if g.fingerprint.lower() == q]
+    if not matches:
+        raise DistillError(f"no studies of a GPU matching {query!r}; the databases hold {', '.join(found) or 'none'}")
+    if len(matches) > 1 and not exact:
+        raise DistillError(
+            f"{query!r} matches {len(matches)} GPU fingerprints ({', '.join(g.fingerprint for g in matches)}); pass one"
+        )
+    g = (exact or matches)[0]
+    return GpuSpec(g.name, g.fingerprint, g.compute_capability, g.sm_count, g.torch, g.triton)
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    valid = [v for v in values if v is not None]
+    return statistics.median(valid) if valid else None
+
+
+def _signature(slot, kernel: str) -> str:
+    """The kernel's torch_rules.kernel_signature: the reductions the probe recorded, else (spaces probed
+    before they were recorded) the catalog's entry, marked for a backward graph."""
+    types = slot.reductions or (CATALOG[kernel].reductions if kernel in CATALOG else "")
+    return kernel_signature(types.split("+"), slot.backward) if types else ""
+
+
+def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False) -> ShapePoint | Skipped:
+    name = f"{db_name}: {study.name}"  # two databases may hold studies of the same name
+    if study.replayed and not allow_replayed:
+        return Skipped(name, "replayed study: its times are copies of other measurements")
+    if study.dtype not in ELEMENT_SIZES:
+        return Skipped(name, f"dtype {study.dtype} has no known element size")
+    if not study.space_json:
+        return Skipped(name, "no probed search space")
+    space = SearchSpace.from_json(study.space_json)
+    try:
+        default_slots = space.structure(DEFAULT_FLAGS)
+    except KeyError:
+        return Skipped(name, "Inductor's default graph flags were not probed")
+    if len(default_slots) != 1:
+        return Skipped(name, f"{len(default_slots)} reduction kernels change together in every trial; "
+                             "no kernel's share of the time can be told apart")
+    slot = default_slots[0]
+    reductions = _signature(slot, study.kernel)
+    if not reductions:
+        return Skipped(name, "the kernel's reduction types were not probed and the catalog does not know them")
+    ok = [t for t in store.trials(study.id) if t.outcome == Outcome.OK and t.time_ms]
+    default = [t for t in ok if t.inductor_default]
+    if not default:
+        return Skipped(name, "no successful Inductor-default trial")
+    default_ms = _median(t.time_ms for t in default)
+    hint = slot_hints([slot], default[0].inductor_choice_json).get(slot.key)
+    if not slot.mix_order and hint is None:
+        return Skipped(name, "Inductor's reduction hint for its kernel is not recorded")
+    kind = kernel_kind(hint or "", next_pow2(slot.rnumel), slot.mix_order)
+
+    times: dict[SlotConfig, list[float]] = collections.defaultdict(list)
+    trial_cfg: dict[int, SlotConfig] = {}
+    for t in ok:
+        if t.inductor_default:
+            continue
+        config = TrialConfig.from_json(t.config_json)
+        try:
+            same_kernel = space.structure(config.flags) == default_slots
+        except KeyError:
+            same_kernel = False
+        if same_kernel and slot.key in config.slot_map():  # other flags, same single kernel
+            trial_cfg[t.trial_number] = config.slot_map()[slot.key]
+            times[trial_cfg[t.trial_number]].append(t.time_ms)
+    speedups = {cfg: default_ms / _median(ts) for cfg, ts in times.items()}
+
+    noise = None
+    interleaved = set()
+    verdict = store.verdict(study.id)
+    if verdict is not None and verdict.rounds_json:
+        rounds = json.loads(verdict.rounds_json)
+        default_rounds = [r for r in rounds[0] if r]
+        if default_rounds:
+            d_ms = statistics.median(default_rounds)
+            noise = (max(default_rounds) - min(default_rounds)) / d_ms
+            # The finalists are ranked among the trials the verdict saw; later trials (a run stopped
+            # before its next verdict) must not shift which rounds belong to which config.
+            for trial, cfg_rounds in zip(_finalists(ok[: verdict.trials_measured]), rounds[1:]):
+                f_ms = _median(cfg_rounds)
+                cfg = trial_cfg.get(trial.trial_number)
+                if f_ms is None or cfg is None:
+                    continue
+                interleaved_ratio = d_ms / f_ms
+                noise = max(noise, abs(speedups[cfg] / interleaved_ratio - 1))
+                speedups[cfg] = interleaved_ratio  # interleaved with the default: the better estimate
+                interleaved.add(cfg)
+    if noise is None:
+        return Skipped(name, "no interleaved re-measure (verdict), so its noise is unknown")
+    return ShapePoint(
+        study.kernel, study.rows, study.cols, study.dtype, kind, reductions, slot, speedups, noise, (name,),
+        _default_description(default[0].inductor_choice_json, slot), frozenset(interleaved), frozenset(times),
+    )
+
+
+def _finalists(ok) -> list:
+    """The verdict's finalists, in its order: best trial time first, one per distinct config (search.py)."""
+    ranked, seen = [], set()
+    for t in sorted((t for t in ok if not t.inductor_default), key=lambda t: t.time_ms):
+        if t.config_json not in seen:
+            seen.add(t.config_json)
+            ranked.append(t)
+    return ranked
+
+
+def _default_description(choice_json: str | None, slot) -> str:
+    for k in json.loads(choice_json or "[]"):
+        cfg = k.get("config") or {}
+        if k.get("size_hints") == {"x": next_pow2(slot.xnumel), "r0_": next_pow2(slot.rnumel)} and \
+                bool(cfg.get("RSPLIT_SIZE")) == slot.mix_order:
+            persistent = "PERSISTENT" in str(k.get("heuristic", ""))
+            return SlotConfig(
+                persistent, cfg.get("XBLOCK", 1), cfg.get("num_warps", 0), cfg.get("R0_BLOCK"),
+                cfg.get("num_stages", 1), cfg.get("RSPLIT_SIZE"), cfg.get("NUM_STAGES"),
+            ).describe()
+    return ""
+
+
+def load_points(
+    stores: Sequence[Store], gpu: GpuSpec, names: Sequence[str] | None = None, allow_replayed: bool = False
+) -> tuple[list[ShapePoint], list[Skipped]]:
+    """Shape points of one GPU fingerprint, with the crossmeasure records of the same fingerprint
+    merged in; studies of the same shape are pooled."""
+    by_shape: dict[tuple, list[ShapePoint]] = collections.defaultdict(list)
+    skipped: list[Skipped] = []
+    crossmeasured: dict[tuple, list] = collections.defaultdict(list)
+    for store, db_name in zip(stores, names or [s.url for s in stores]):
+        for study in store.studies():
+            if study.gpu.fingerprint != gpu.fingerprint:
+                continue
+            got = _study_point(store, study, db_name, allow_replayed)
+            if isinstance(got, Skipped):
+                skipped.append(got)
+            else:
+                by_shape[(got.kernel, got.rows, got.cols, got.dtype)].append(got)
+        for rec in store.crossmeasures():
+            if rec.gpu.fingerprint == gpu.fingerprint and (allow_replayed or not rec.replayed):
+                crossmeasured[(rec.kernel, rec.rows, rec.cols, rec.dtype)].append(rec)
+    points = [_with_crossmeasure(_pool(ps), crossmeasured.get(key, ())) for key, ps in sorted(by_shape.items())]
+    probed = [_probe(points, key, records) for key, records in sorted(crossmeasured.items()) if key not in by_shape]
+    return points + [p for p in probed if p is not None], skipped
+
+
+def probe_point(parent: ShapePoint, rows: int) -> ShapePoint:
+    """``parent``'s kernel at another row count: no study, nothing measured yet."""
+    slot = parent.slot
+    key = slot_key(slot.backward, slot.mix_order, rows, slot.rnumel, ())
+    return dataclasses.replace(
+        parent, rows=rows, slot=dataclasses.replace(slot, key=key, xnumel=rows), speedups={}, noise=0.0, studies=(),
+        inductor_default="", interleaved=frozenset(), proposed=frozenset(), failed=frozenset(), crossmeasured=0,
+        probe=True,
+    )
+
+
+def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence) -> ShapePoint | None:
+    """The probe point of crossmeasure records at a shape no study ran: the kernel of the studied shape
+    of the same kernel, N and dtype with the nearest rows, at these rows."""
+    kernel, rows, cols, dtype = key
+    parents = [p for p in points if (p.kernel, p.cols, p.dtype) == (kernel, cols, dtype) and p.slot.xnumel == p.rows]
+    if not parents:
+        log.info("crossmeasure records of %s %dx%d %s: no study of that kernel, N and dtype; not used",
+                  kernel, rows, cols, dtype)
+        return None
+    parent = min(parents, key=lambda p: (abs(math.log(p.rows / rows)), p.rows))
+    point = probe_point(parent, rows)
+    for rec in records:
+        reasons = [f for f in json.loads(rec.checks_json).get("failures", []) if f]
+        if any("that this compile did not generate" in f for f in reasons):
+            # Inductor generated other kernels at these rows: the probe does not speak for the group.
+            log.info("probe %s not used: %s", point.label, reasons[0][:200])
+            return None
+    point = _with_crossmeasure(point, records)
+    return point if point.crossmeasured else None
+
+
+def _pool(points: list[ShapePoint]) -> ShapePoint:
+    if len(points) == 1:
+        return points[0]
+    per_cfg: dict[SlotConfig, list[float]] = collections.defaultdict(list)
+    for p in points:
+        for cfg, s in p.speedups.items():
+            per_cfg[cfg].append(s)
+    return dataclasses.replace(
+        points[0], speedups={c: geomean(v) for c, v in per_cfg.items()}, noise=max(p.noise for p in points),
+        studies=tuple(n for p in points for n in p.studies),
+        interleaved=frozenset().union(*(p.interleaved for p in points)),
+        proposed=frozenset().union(*(p.proposed for p in points)),
+    )
+
+
+def _with_crossmeasure(point: ShapePoint, records: Sequence) -> ShapePoint:
+    """The point with every crossmeasured config's interleaved ratio (a later record's replaces an
+    earlier one's) and the default's spread in those records folded into its noise."""
+    speedups, interleaved, failed, noise = dict(point.speedups), set(point.interleaved), set(point.failed), point.noise
+    used = 0
+    for rec in records:
+        configs = [TrialConfig.from_json(c) for c in json.loads(rec.configs_json)]
+        rounds = json.loads(rec.rounds_json)
+        base = [t for t in (rounds[0] if rounds else []) if t]
+        if not base or not configs[0].inductor_default:
+            continue
+        used += 1
+        d_ms = statistics.median(base)
+        noise = max(noise, (max(base) - min(base)) / d_ms)
+        for config, cfg_rounds in zip(configs[1:], rounds[1:]):
+            cfg = config.slot_map().get(point.slot.key)
+            if cfg is None or config.flags != DEFAULT_FLAGS:
+                continue
+            valid = [t for t in cfg_rounds if t]
+            if not valid:
+                failed.add(cfg)
+                continue
+            failed.discard(cfg)
+            speedups[cfg] = d_ms / statistics.median(valid)
+            interleaved.add(cfg)
+    if not used:
+        return point
+    return dataclasses.replace(point, speedups=speedups, interleaved=frozenset(interleaved), failed=frozenset(failed),
+                               noise=noise, crossmeasured=point.crossmeasured + used)
+
+
+def geomean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
