@@ -86,7 +86,7 @@ def plan(points: Sequence[ShapePoint], top: int = 3, neighbours: int = 2, max_co
     Then the probes of ``probe_kinds`` (see the module's docstring) with the same configs."""
     points = [p for p in points if not p.probe]  # probes come from the studies, never from other probes
     groups = size_groups(points)
-    probes_of = size_groups(probes(points, probe_kinds)) if probe_kinds else {}
+    probes_of = size_groups(probes(points, probe_kinds))
     proposers: dict[SlotConfig, list[str]] = {}
     for p in points:
         for cfg in p.proposed:
