@@ -128,11 +128,11 @@ class TrialChoices(_choices_base()):
         if set(tiling) - {"x", "r0_"}:
             plan.untunable.append(f"{key}: tiling {sorted(tiling)} is not a plain x/r0_ reduction")
             return kernel_kwargs
-        from .torch_rules import kernel_reduction_types, reductions_key
+        from .torch_rules import envelope_of_features, kernel_reduction_types, reductions_key
 
         plan.slots.append(KernelSlot(
             key, plan.backward, xnumel, rnumel, mix, mix or self._default_persistent(features),
-            reductions_key(kernel_reduction_types(features)),
+            reductions_key(kernel_reduction_types(features)), envelope_of_features(features) or "",
         ))
         cfg = None if plan.config.inductor_default else plan.config.slot_map().get(key)
         if cfg is None:

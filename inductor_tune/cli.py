@@ -85,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="best configs taken from each shape of the adjacent size groups (default 2)")
     c.add_argument("--max-configs", type=int, default=10, help="configs timed per shape at most (default 10)")
     c.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
+    c.add_argument("--hold-out", metavar="SHAPES",
+                   help="comma-separated MxN shapes (every kernel) held out: they propose no config and place no "
+                   "probe; they are timed with the training shapes' candidates (as `distill --hold-out` scores)")
     c.add_argument("--probes", default="mix_order", metavar="KINDS",
                    help="kernel kinds whose group configs are also timed at 3/2 of each studied shape's rows, "
                    "where no study ran (comma-separated: mix_order, inner_persistent, inner_looped; 'none'; "
@@ -475,6 +478,7 @@ def cmd_crossmeasure(args) -> int:
         check_url(url, create=False)
     storage = _storage_url(args.storage)
     check_url(storage, create=True)
+    hold_out = experiment_mod.parse_shapes(args.hold_out) if args.hold_out else ()
 
     def planned(query: str):
         try:
@@ -486,7 +490,7 @@ def cmd_crossmeasure(args) -> int:
         points = [p for p in points if kernels is None or p.kernel in kernels]
         if not points:
             raise CliError(f"no usable single-kernel study of {gpu.fingerprint} in {', '.join(args.db)}")
-        return crossmeasure.plan(points, args.top, args.neighbours, args.max_configs, probe_kinds)
+        return crossmeasure.plan(points, args.top, args.neighbours, args.max_configs, probe_kinds, hold_out)
 
     if args.plan_only:
         items = planned(args.plan_only)

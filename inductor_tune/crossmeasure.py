@@ -79,25 +79,32 @@ def probes(points: Sequence[ShapePoint], kinds: Sequence[str] = PROBED_KINDS) ->
 
 
 def plan(points: Sequence[ShapePoint], top: int = 3, neighbours: int = 2, max_configs: int = 10,
-         probe_kinds: Sequence[str] = PROBED_KINDS) -> list[PlanItem]:
+         probe_kinds: Sequence[str] = PROBED_KINDS, hold_out: Sequence[Shape] = ()) -> list[PlanItem]:
     """Per shape, the configs to time there: the ``top`` best of each shape of its group, then the
     ``neighbours`` best of each shape of the two adjacent size groups of the same family (so that
     ``distill`` can tell whether one rule spans them), kept where legal at every shape of the group.
-    Then the probes of ``probe_kinds`` (see the module's docstring) with the same configs."""
+    Then the probes of ``probe_kinds`` (see the module's docstring) with the same configs.
+
+    ``hold_out``: shapes (every kernel at those MxN) fixed as held out before any candidate is chosen.
+    They propose no config and place no probe; their items time the training shapes' candidates, so
+    that a hold-out fit can be scored there."""
     points = [p for p in points if not p.probe]  # probes come from the studies, never from other probes
+    held = {(s.rows, s.cols) for s in hold_out}
+    training = [p for p in points if (p.rows, p.cols) not in held]
     groups = size_groups(points)
-    probes_of = size_groups(probes(points, probe_kinds))
+    proposing = size_groups(training)
+    probes_of = size_groups(probes(training, probe_kinds))
     proposers: dict[SlotConfig, list[str]] = {}
-    for p in points:
+    for p in training:
         for cfg in p.proposed:
             proposers.setdefault(cfg, []).append(p.label)
     items = []
-    for (kind, element_size, reductions, r), group in groups.items():
+    for (kind, element_size, reductions, envelope, r), group in groups.items():
         wanted: list[SlotConfig] = []
-        for p in group:
+        for p in proposing.get((kind, element_size, reductions, envelope, r), ()):
             wanted += _top(p, top)
         for adjacent in (r // 2, r * 2):
-            for p in groups.get((kind, element_size, reductions, adjacent), ()):
+            for p in proposing.get((kind, element_size, reductions, envelope, adjacent), ()):
                 wanted += _top(p, neighbours)
         configs: list[SlotConfig] = []
         for cfg in wanted:
@@ -108,7 +115,7 @@ def plan(points: Sequence[ShapePoint], top: int = 3, neighbours: int = 2, max_co
             items.append(PlanItem(p, tuple(configs), tuple(tuple(sorted(proposers.get(c, ()))) for c in configs)))
         # A probe has more rows than its studied shape, and no launch constraint tightens with the
         # rows, so the group's configs are legal there too.
-        for p in probes_of.get((kind, element_size, reductions, r), ()):
+        for p in probes_of.get((kind, element_size, reductions, envelope, r), ()):
             items.append(PlanItem(p, tuple(configs), tuple(tuple(sorted(proposers.get(c, ()))) for c in configs)))
     return items
 

@@ -13,10 +13,10 @@ noise at any shape and its geometric-mean gain exceeds both the largest noise th
 candidates the one with the best worst-case ratio to each shape's best wins (robustness, not
 per-shape argmax); without one the rule says "keep default".  Neighbouring groups merge while one
 config serves both without losing more than ``merge_tolerance`` in the worst case.  A rule covers
-next_pow2(rows) from the fewest rows its family was measured at upwards (more rows add waves of the
-same programs; fewer rows than measured are never assumed), a mix-order rule only the rows of its own
-shapes, probes included (its split size sets how many programs there are, and Inductor's own split
-grows with the rows).
+only what its evidence covers: next_pow2(rows) between the fewest and most rows its family was
+measured at (a mix-order rule only the rows of its own shapes, probes included: its split size sets
+how many programs there are, and Inductor's own split grows with the rows), and only kernels with the
+envelope (what they read and write, ``torch_rules.envelope_of_features``) of its evidence.
 
 Hold-out.  Rules are refitted without some shapes and scored on them (every distinct N, every
 single shape, and optionally shapes named by the user), with only configs that the remaining
@@ -41,7 +41,7 @@ from .store import Store, StoreError
 
 log = logging.getLogger(__name__)
 
-# Upper bound of every rule's row range (Inductor's x size hints stay below 2**31).
+# Inductor's x size hints stay below 2**31: the widest row range a hand-written rule can name.
 X_UNBOUNDED = 1 << 31
 
 
@@ -169,16 +169,18 @@ def _mergeable(a: GroupFit, b: GroupFit, merged: GroupFit, params: FitParams) ->
 def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), allowed=None) -> list[RuleSpec]:
     rules = []
     families = collections.defaultdict(dict)
-    for (kind, element_size, reductions, r), group in size_groups(points).items():
-        families[(kind, element_size, reductions)][r] = group
-    for (kind, element_size, reductions), groups in sorted(families.items()):
-        x_low = min(p.x_pow2 for g in groups.values() for p in g)
+    for (kind, element_size, reductions, envelope, r), group in size_groups(points).items():
+        families[(kind, element_size, reductions, envelope)][r] = group
+    for (kind, element_size, reductions, envelope), groups in sorted(families.items()):
+        family_allowed = allowed.get((kind, element_size, reductions, envelope), frozenset()) \
+            if allowed is not None else None
+        family_rows = (min(p.x_pow2 for g in groups.values() for p in g), max(p.x_pow2 for g in groups.values() for p in g))
         runs: list[tuple[int, int, GroupFit]] = []
         for r in sorted(groups):
-            fit = fit_group(groups[r], params, allowed=allowed)
+            fit = fit_group(groups[r], params, allowed=family_allowed)
             if runs:
                 lo, _, last = runs[-1]
-                merged = fit_group(last.points + fit.points, params, allowed=allowed)
+                merged = fit_group(last.points + fit.points, params, allowed=family_allowed)
                 if _mergeable(last, fit, merged, params):
                     runs[-1] = (lo, r, merged)
                     continue
@@ -187,27 +189,43 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
             # A fused mix-order kernel has rows/RSPLIT_SIZE programs, and Inductor's own split grows with
             # the rows (rows / (8 x SMs), 16..128), so a fixed split's edge moves with them: on an H200 a
             # split chosen at 32768 rows lost 2x at 8192, and one fitted up to 49152 lost 5 % at 81920.
-            # Its rules cover only the rows of their own shapes (studies and probes).  Other kernels
-            # launch rows/XBLOCK programs, the same ones at any row count beyond the fewest measured.
+            # Its rules cover only the rows of their own shapes (studies and probes).
+            # Other kernels launch rows / XBLOCK programs, the same ones at any row count, yet a rule still
+            # covers only the row counts its family was measured at: the rows no study ran are for
+            # Inductor's own heuristics until evidence says otherwise.
             if kind == "mix_order":
                 rows = (min(p.x_pow2 for p in fit.points), max(p.x_pow2 for p in fit.points))
             else:
-                rows = (x_low, X_UNBOUNDED)
-            rules.append(RuleSpec(kind, element_size, (lo, hi), rows, fit.config, fit.evidence, reductions))
+                rows = family_rows
+            rules.append(RuleSpec(kind, element_size, (lo, hi), rows, fit.config, fit.evidence, reductions,
+                                  (envelope,) if envelope else ()))
     return rules
 
 
-def size_groups(points: Sequence[ShapePoint]) -> dict[tuple[str, int, str, int], list[ShapePoint]]:
-    """Shapes by (kind, element size, reductions, next_pow2(rnumel)): the unit a rule is first fitted on."""
+def size_groups(points: Sequence[ShapePoint]) -> dict[tuple[str, int, str, str, int], list[ShapePoint]]:
+    """Shapes by (kind, element size, reductions, envelope, next_pow2(rnumel)): the unit a rule is first
+    fitted on."""
     groups = collections.defaultdict(list)
     for p in points:
         groups[(*p.family, p.r_pow2)].append(p)
     return dict(sorted(groups.items()))
 
 
-def proposed_by(points: Sequence[ShapePoint]) -> frozenset:
-    """Every config the studies of these shapes tried (what a fit on them alone may choose from)."""
-    return frozenset().union(*(p.proposed for p in points)) if points else frozenset()
+def derived_from(point: ShapePoint, held: Sequence[ShapePoint]) -> bool:
+    """A probe ``crossmeasure.probes`` placed because of a held-out shape (3/2 of its rows): it exists only
+    because that shape was studied, so it stays out of a fit that holds the shape out."""
+    return point.probe and any((h.kernel, h.cols, h.dtype) == (point.kernel, point.cols, point.dtype)
+                               and h.rows * 3 // 2 == point.rows for h in held)
+
+
+def proposed_by(points: Sequence[ShapePoint]) -> dict[tuple, frozenset]:
+    """Per family, every config the studies of these shapes tried: what a fit on them alone may choose
+    from.  A config some other family's study tried is no evidence that this family's sampler would
+    have proposed it, so a hold-out fit does not take it from there."""
+    out: dict[tuple, set] = collections.defaultdict(set)
+    for p in points:
+        out[p.family] |= p.proposed
+    return {family: frozenset(configs) for family, configs in out.items()}
 
 
 # -- held-out scoring ----------------------------------------------------------------------------
@@ -224,7 +242,8 @@ NAMED_METHOD = ("the shapes given with --hold-out (every kernel at those MxN): n
 
 
 def _rule_for(rules: Sequence[RuleSpec], p: ShapePoint) -> RuleSpec | None:
-    return next((r for r in rules if r.matches(p.kind, p.element_size, p.r_pow2, p.x_pow2, p.reductions)), None)
+    return next((r for r in rules if r.matches(p.kind, p.element_size, p.r_pow2, p.x_pow2, p.reductions,
+                                                p.envelope)), None)
 
 
 def score(rules: Sequence[RuleSpec], held: Sequence[ShapePoint], params: FitParams = FitParams()) -> list[dict]:
@@ -321,7 +340,7 @@ def distill(
                            + "; ".join(sorted({s.reason for s in skipped}))[:300])
     held_shapes = {(s.rows, s.cols) for s in hold_out}
     held = [p for p in points if (p.rows, p.cols) in held_shapes and not p.probe]
-    fitted = [p for p in points if (p.rows, p.cols) not in held_shapes]
+    fitted = [p for p in points if (p.rows, p.cols) not in held_shapes and not derived_from(p, held)]
     missing = sorted(held_shapes - {(p.rows, p.cols) for p in held})
     if missing:
         raise DistillError(f"no usable study of the held-out shape(s) {', '.join(f'{m}x{n}' for m, n in missing)}")

@@ -158,6 +158,10 @@ def outputs_of(problem: Problem, result: Any) -> list[torch.Tensor]:
     return [t for t in result]
 
 
+def _as_tuple(tensors) -> tuple:
+    return (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors)
+
+
 def reference_error(problem: Problem, inputs: dict[str, torch.Tensor], grad_output, result) -> float:
     """Largest normwise relative error of the outputs against the float64 reference.
 
@@ -182,7 +186,8 @@ def reference_error(problem: Problem, inputs: dict[str, torch.Tensor], grad_outp
         ref = ref_fn(*[args[n] for n in spec.inputs])
         if spec.backward:
             wrt = [args[n] for n in spec.grad_inputs]
-            ref = torch.autograd.grad(ref, wrt, grad_output[sl].to(torch.float64))
+            grads = [g[sl].to(torch.float64) for g in _as_tuple(grad_output)]
+            ref = torch.autograd.grad(ref, wrt, grads[0] if isinstance(grad_output, torch.Tensor) else grads)
         ref = [ref] if isinstance(ref, torch.Tensor) else list(ref)
         for i, (out, r) in enumerate(zip(outs, ref)):
             if r.dim() == 2:
@@ -263,7 +268,7 @@ class ProblemState:
             spec.make_grad_output(problem.shape, problem.dtype, "cuda", problem.seed) if spec.backward else None
         )
         self.bytes = spec.minimal_bytes(problem.shape, problem.dtype)
-        tensors = list(self.inputs.values()) + ([self.grad_output] if self.grad_output is not None else [])
+        tensors = list(self.inputs.values()) + (list(_as_tuple(self.grad_output)) if self.grad_output is not None else [])
         self.resident_bytes = sum(t.numel() * t.element_size() for t in tensors)
 
 

@@ -79,8 +79,13 @@ class ShapePoint:
         return next_pow2(self.slot.xnumel)
 
     @property
-    def family(self) -> tuple[str, int, str]:
-        return self.kind, self.element_size, self.reductions
+    def envelope(self) -> str:
+        return self.slot.envelope
+
+    @property
+    def family(self) -> tuple[str, int, str, str]:
+        """What one rule covers besides sizes: kernels of one kind, element size, signature and envelope."""
+        return self.kind, self.element_size, self.reductions, self.envelope
 
     @property
     def best(self) -> float:
@@ -144,6 +149,12 @@ def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False
     reductions = _signature(slot, study.kernel)
     if not reductions:
         return Skipped(name, "the kernel's reduction types were not probed and the catalog does not know them")
+    if not slot.envelope:
+        # Spaces probed before envelopes were recorded: the catalog's, measured for bf16 on the GPU.
+        envelope = CATALOG[study.kernel].envelope if study.kernel in CATALOG and study.dtype == "bf16" else ""
+        if not envelope:
+            return Skipped(name, "the kernel's envelope was not probed and the catalog does not know it")
+        slot = dataclasses.replace(slot, envelope=envelope)
     ok = [t for t in store.trials(study.id) if t.outcome == Outcome.OK and t.time_ms]
     default = [t for t in ok if t.inductor_default]
     if not default:

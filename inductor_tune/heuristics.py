@@ -17,12 +17,13 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 from typing import Any, Mapping, Sequence
 
 import yaml
 
-from . import torch_rules
+from . import fallback, torch_rules
 from .choices import TrialChoices, drop_cached_choices, force_config
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, KernelSlot, SlotConfig, TrialConfig, slot_violations
 
@@ -79,13 +80,17 @@ class RuleSpec:
     config: SlotConfig | None  # None: keep Inductor's default
     evidence: Evidence = Evidence()
     reductions: str | None = None  # torch_rules.reductions_key of the kernels it covers; None: any
+    # torch_rules.envelope_text of every kernel the evidence measured; the rule covers those alone
+    # (empty: any, as in files written before envelopes were recorded).
+    envelopes: tuple[str, ...] = ()
 
     def matches(self, kind: str, element_size: int | None, rnumel_pow2: int, xnumel_pow2: int,
-                reductions: str | None = None) -> bool:
+                reductions: str | None = None, envelope: str | None = None) -> bool:
         return (
             self.kind == kind and self.element_size == element_size
             and self.rnumel[0] <= rnumel_pow2 <= self.rnumel[1] and self.xnumel[0] <= xnumel_pow2 <= self.xnumel[1]
             and (self.reductions is None or self.reductions == reductions)
+            and (not self.envelopes or envelope in self.envelopes)
         )
 
     def describe(self) -> str:
@@ -104,10 +109,11 @@ class Heuristics:
     not_covered: tuple[str, ...] = ()
 
     def lookup(self, kind: str, element_size: int | None, rnumel: int, xnumel: int,
-               reductions: str | None = None) -> RuleSpec | None:
+               reductions: str | None = None, envelope: str | None = None) -> RuleSpec | None:
         """The rule covering a kernel (sizes are rounded up to powers of two, as Inductor's hints are)."""
         r, x = torch_rules.next_pow2(rnumel), torch_rules.next_pow2(xnumel)
-        return next((rule for rule in self.rules if rule.matches(kind, element_size, r, x, reductions)), None)
+        return next((rule for rule in self.rules if rule.matches(kind, element_size, r, x, reductions, envelope)),
+                    None)
 
     def table(self) -> torch_rules.Table:
         """The config rules as torch_rules consults them (keep-default rules need no entry)."""
@@ -118,6 +124,7 @@ class Heuristics:
                 R0_BLOCK=None if r.config.persistent else r.config.R0_BLOCK,
                 num_stages=1 if r.config.persistent else r.config.num_stages,
                 RSPLIT_SIZE=r.config.RSPLIT_SIZE, NUM_STAGES=r.config.NUM_STAGES, reductions=r.reductions,
+                envelopes=tuple(r.envelopes),
             )
             for r in self.rules if r.config is not None
         )
@@ -135,7 +142,7 @@ class Heuristics:
             return None
         kind = torch_rules.kernel_kind(hint or "", torch_rules.next_pow2(slot.rnumel), slot.mix_order)
         signature = torch_rules.kernel_signature(slot.reductions.split("+"), slot.backward) if slot.reductions else None
-        return self.lookup(kind, ELEMENT_SIZES.get(dtype), slot.rnumel, slot.xnumel, signature)
+        return self.lookup(kind, ELEMENT_SIZES.get(dtype), slot.rnumel, slot.xnumel, signature, slot.envelope or None)
 
     def trial_config(self, slots: Sequence[KernelSlot], dtype: str, hints: Mapping[str, str] | None = None) -> TrialConfig:
         """What a compile under ``install`` forces: the config rules' slots, default elsewhere."""
@@ -185,8 +192,10 @@ def _rule_dict(rule: RuleSpec) -> dict[str, Any]:
         out["reductions"] = rule.reductions
     out.update({
         "element_size": rule.element_size, "rnumel": list(rule.rnumel), "xnumel": list(rule.xnumel),
-        "action": "config" if rule.config else "keep_default",
     })
+    if rule.envelopes:
+        out["envelopes"] = list(rule.envelopes)
+    out["action"] = "config" if rule.config else "keep_default"
     if rule.config:
         out["config"] = _config_dict(rule.config)
     ev = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(rule.evidence).items()}
@@ -339,6 +348,10 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         if reductions is not None and not _is_signature(reductions):
             raise HeuristicsError(f"{where}: reductions {reductions!r} is not like 'sum' or 'sum+sum@backward' "
                                   "(reduction types sorted and '+'-joined, '@backward' for a backward graph)")
+        envelopes = r.get("envelopes") or []
+        if not isinstance(envelopes, list) or not all(_is_envelope(e) for e in envelopes):
+            raise HeuristicsError(f"{where}: envelopes must be a list of texts like "
+                                  f"'{torch_rules.envelope_text(dict.fromkeys(torch_rules.ENVELOPE_FIELDS, 1))}'")
         rnumel = _pow2_range(_need(r, "rnumel", where, list), f"{where}: rnumel")
         xnumel = _pow2_range(_need(r, "xnumel", where, list), f"{where}: xnumel")
         action = _need(r, "action", where, str)
@@ -352,9 +365,10 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
             raise HeuristicsError(f"{where}: evidence must be a mapping")
         fields = {f.name for f in dataclasses.fields(Evidence)}
         evidence = Evidence(**{k: tuple(v) if isinstance(v, list) else v for k, v in ev.items() if k in fields})
-        rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence, reductions)
+        rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence, reductions, tuple(envelopes))
         for j, other in enumerate(rules):
-            same_kernels = other.reductions is None or reductions is None or other.reductions == reductions
+            same_kernels = (other.reductions is None or reductions is None or other.reductions == reductions) and (
+                not other.envelopes or not envelopes or set(other.envelopes) & set(envelopes))
             if (other.kind, other.element_size) == (kind, element_size) and same_kernels \
                     and _overlap(other.rnumel, rnumel) and _overlap(other.xnumel, xnumel):
                 raise HeuristicsError(f"{where}: overlaps rules[{j}] ({other.describe()})")
@@ -365,11 +379,25 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
     )
 
 
+_REDUCTION_TYPE = re.compile(r"[a-z][a-z0-9_]*")
+
+
 def _is_signature(text: Any) -> bool:
+    """Reduction type names as Inductor spells them (``welford_reduce``), sorted, '+'-joined; nothing else
+    may reach the generated torch module (``inductor-tune patch``)."""
     if not isinstance(text, str) or not text:
         return False
     types = text[: -len(torch_rules.BACKWARD_MARK)] if text.endswith(torch_rules.BACKWARD_MARK) else text
-    return bool(types) and "@" not in types and types == torch_rules.reductions_key(types.split("+"))
+    parts = types.split("+")
+    return all(_REDUCTION_TYPE.fullmatch(t) for t in parts) and types == torch_rules.reductions_key(parts)
+
+
+def _is_envelope(text: Any) -> bool:
+    if not isinstance(text, str):
+        return False
+    fields = [item.partition("=") for item in text.split(",")]
+    return [name for name, _, _ in fields] == list(torch_rules.ENVELOPE_FIELDS) and all(
+        value.isascii() and value.isdigit() for _, _, value in fields)
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -413,6 +441,7 @@ def apply_rules(features, groups, kernel_kwargs):
         return kernel_kwargs
     try:
         rule = torch_rules.rule_for_features(features, mix, _INSTALLED)
+        envelope = torch_rules.envelope_of_features(features) if rule is not None else None
     except Exception as exc:  # a lookup failure must never break a user's compile
         log.debug("heuristic lookup failed, keeping Inductor's config: %s", exc)
         return kernel_kwargs
@@ -429,7 +458,9 @@ def apply_rules(features, groups, kernel_kwargs):
         num_stages=rule.num_stages, RSPLIT_SIZE=rule.RSPLIT_SIZE, NUM_STAGES=rule.NUM_STAGES,
     )
     log.debug("heuristic rule %s -> %s", rule, cfg.describe())
-    return force_config(kernel_kwargs, cfg, mix)
+    forced = force_config(kernel_kwargs, cfg, mix)
+    fallback.record(rule, envelope, forced["fixed_config"])
+    return forced
 
 
 def _mix_split_wrapper(original):
@@ -459,6 +490,16 @@ def _mix_split_wrapper(original):
     return wrapper
 
 
+def _wrapped_functions() -> tuple[tuple[Any, str], ...]:
+    """What ``install`` wraps: the mix-order split, and the compile and kernel naming the fallback guards."""
+    from torch._inductor import compile_fx
+    from torch._inductor.codegen.simd import SIMDScheduling
+    from torch._inductor.codegen.triton import TritonScheduling
+
+    return ((SIMDScheduling, "_codegen_mix_order_reduction"), (compile_fx, "fx_codegen_and_compile"),
+            (TritonScheduling, "define_kernel"))
+
+
 def device_matches(heur: Heuristics, props: Any) -> bool:
     """``props`` is torch.cuda.get_device_properties(i) (or anything with major/minor/SM count)."""
     cc = getattr(props, "major", -1) * 10 + getattr(props, "minor", 0)
@@ -484,7 +525,6 @@ class Installation:
         if not self.active:
             return
         import torch._inductor.config as inductor_config
-        from torch._inductor.codegen.simd import SIMDScheduling
 
         self.active = False
         _INSTALLED = None
@@ -493,9 +533,10 @@ class Installation:
             import torch._functorch.config as functorch_config
 
             inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache = self._previous_caches
-        original = getattr(SIMDScheduling._codegen_mix_order_reduction, "__inductor_tune_original__", None)
-        if original is not None:
-            SIMDScheduling._codegen_mix_order_reduction = original
+        for owner, name in _wrapped_functions():
+            original = getattr(getattr(owner, name), "__inductor_tune_original__", None)
+            if original is not None:
+                setattr(owner, name, original)
         drop_cached_choices()
         log.info("inductor_tune heuristics for %s uninstalled", self.heuristics.gpu.name)
 
@@ -532,7 +573,6 @@ def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
     if _INSTALLED is not None:
         raise HeuristicsError("inductor_tune heuristics are already installed in this process; uninstall first")
     import torch._inductor.config as inductor_config
-    from torch._inductor.codegen.simd import SIMDScheduling
 
     handle = Installation(heur, True, "")
     handle._previous_class = inductor_config.inductor_choices_class
@@ -548,8 +588,10 @@ def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
     global _INSTALLED_DIGEST
     _INSTALLED, _INSTALLED_DIGEST = heur.table(), heur.digest()
     inductor_config.inductor_choices_class = TrialChoices
-    if not hasattr(SIMDScheduling._codegen_mix_order_reduction, "__inductor_tune_original__"):
-        SIMDScheduling._codegen_mix_order_reduction = _mix_split_wrapper(SIMDScheduling._codegen_mix_order_reduction)
+    wrappers = (_mix_split_wrapper, fallback.guard_compile, fallback.guard_define_kernel)
+    for (owner, name), wrap in zip(_wrapped_functions(), wrappers):
+        if not hasattr(getattr(owner, name), "__inductor_tune_original__"):
+            setattr(owner, name, wrap(getattr(owner, name)))
     drop_cached_choices()
     n = len(_INSTALLED.rules)
     log.info("inductor_tune heuristics for %s installed: %d config rules (%s)", target, n, heur.digest())

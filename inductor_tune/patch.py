@@ -53,14 +53,29 @@ class Hook:
 
 
 def _meta_hook(target: str) -> str:
-    return f"""        # Per-GPU distilled rules (runtime/distilled_reduction_rules.py) key on the fused reductions.
+    return f"""        # Per-GPU distilled rules (runtime/distilled_reduction_rules.py) key on the fused reductions
+        # and on what the kernel reads and writes.
         # (Names distinct from codegen_kernel's own locals, e.g. its `signature` of kernel arguments.)
+        from ..runtime.distilled_reduction_rules import reduction_envelope as _distilled_envelope
         from ..runtime.distilled_reduction_rules import reduction_signature as _distilled_signature
 
         if distilled_signature := _distilled_signature(getattr(self, "features", None)):
             {target}["reduction_signature"] = distilled_signature
+        if distilled_envelope := _distilled_envelope(getattr(self, "features", None)):
+            {target}["reduction_envelope"] = distilled_envelope
 """
 
+
+def _fallback_hook(indent: str, configs_then: str) -> str:
+    return f"""{indent}# A distilled rule's config that does not compile or load: Inductor's own configs instead.
+{indent}from .distilled_reduction_rules import fallback_configs
+
+{indent}if not {configs_then} and (distilled_fallback := fallback_configs(self, exc)) is not None:
+"""
+
+
+# Inductor's configs go through the same compile loop, which skips those that do not fit either.
+_RECOMPILE = "            self.configs = distilled_fallback\n            return self._precompile_worker()\n"
 
 HOOKS = (
     Hook(
@@ -80,10 +95,10 @@ HOOKS = (
         "    configs = _reduction_configs(\n        size_hints=size_hints,\n        inductor_meta=inductor_meta,\n"
         "        triton_meta=triton_meta,\n        num_dynamic=num_dynamic,\n    )\n",
         f"""    {_HOOK}
-    from .distilled_reduction_rules import looped_config
+    from .distilled_reduction_rules import keep_fallback, looped_config
 
     if (distilled := looped_config(size_hints, inductor_meta, triton_meta)) is not None:
-        configs = [distilled]
+        configs = keep_fallback(distilled, configs, inductor_meta)
 """,
         "the _reduction_configs call in reduction()",
     ),
@@ -91,10 +106,10 @@ HOOKS = (
         "torch/_inductor/runtime/triton_heuristics.py",
         "    configs = _persistent_reduction_configs(\n        size_hints, reduction_hint, inductor_meta, triton_meta\n    )\n",
         f"""    {_HOOK}
-    from .distilled_reduction_rules import mix_order_config, persistent_config
+    from .distilled_reduction_rules import keep_fallback, mix_order_config, persistent_config
 
     if (distilled := persistent_config(size_hints, reduction_hint, inductor_meta, triton_meta)) is not None:
-        configs = [distilled]
+        configs = keep_fallback(distilled, configs, inductor_meta)
 """,
         "the _persistent_reduction_configs call in persistent_reduction()",
     ),
@@ -103,9 +118,34 @@ HOOKS = (
         "        configs = unique_configs(new_configs)\n",
         """        # The fused mix-order kernel's XBLOCK, NUM_STAGES and warps from the distilled rule.
         if (distilled := mix_order_config(size_hints, reduction_hint, inductor_meta, triton_meta)) is not None:
-            configs = [distilled]
+            configs = keep_fallback(distilled, configs, inductor_meta)
 """,
         "the RSPLIT_SIZE (mix-order) block of persistent_reduction()",
+    ),
+    Hook(
+        "torch/_inductor/runtime/triton_heuristics.py",
+        "            except (OutOfResources, PTXASError, IntelGPUError) as e:\n                exc = e\n",  # 2.13
+        _fallback_hook("        ", "compile_results") + _RECOMPILE,
+        "the compile loop of CachingAutotuner._precompile_worker",
+        variants=((  # 2.11
+            "            except (OutOfResources, PTXASError) as e:\n                exc = e\n",
+            _fallback_hook("        ", "compile_results") + _RECOMPILE,
+        ),),
+    ),
+    Hook(
+        "torch/_inductor/runtime/triton_heuristics.py",
+        "                if launcher is not None:\n                    launchers.append(launcher)\n",  # 2.13
+        _fallback_hook("            ", "launchers")
+        + "                self.compile_results, self.configs = [], distilled_fallback\n"
+        "                self._precompile_worker()\n                return self._make_launchers()\n",
+        "the launcher loop of CachingAutotuner._make_launchers",
+        variants=((  # 2.11
+            "                except (OutOfResources, PTXASError, torch.cuda.OutOfMemoryError) as e:\n"
+            "                    exc = e\n",
+            _fallback_hook("        ", "launchers")
+            + "            self.compile_results, self.configs = [], distilled_fallback\n"
+            "            self._precompile_worker()\n            return self._make_launchers()\n",
+        ),),
     ),
     Hook(
         "torch/_inductor/codegen/simd.py",
@@ -178,9 +218,9 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
                 f"{len(ev.measured)} of {len(ev.shapes)} shapes, noise {100 * (ev.noise or 0):.1f}%"
                 if ev.gain_geomean is not None else "no measured gain recorded")
         fused = f" ({spec.reductions})" if spec.reductions else ""
-        lines.append(f"        # {spec.kind}{fused}, rnumel {spec.rnumel[0]}..{spec.rnumel[1]}: {gain}")
+        lines.append(_comment(f"{spec.kind}{fused}, rnumel {spec.rnumel[0]}..{spec.rnumel[1]}: {gain}"))
         for default in ev.inductor_default[:2]:
-            lines.append(f"        # Inductor's default there: {default}")
+            lines.append(_comment(f"Inductor's default there: {default}"))
         fields = ", ".join(
             f"{f.name}={getattr(rule, f.name)!r}" for f in dataclasses.fields(rule)
             if getattr(rule, f.name) != f.default or f.default is dataclasses.MISSING
@@ -190,16 +230,50 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
     placeholder = 'TABLE = Table(gpu="none", capability=None, sm_count=None, rules=())'
     if source.count(placeholder) != 1:
         raise AssertionError("torch_rules has lost its TABLE placeholder")
+    databases = ", ".join(heur.provenance.get("databases", [])) or "see the heuristic file"
     header = (
-        f'"""Reduction launch configs distilled by inductor-tune for {heur.gpu.name} '
-        f"(sm{heur.gpu.cc}, {heur.gpu.sm_count} SMs).\n\n"
-        f"Measured with {heur.gpu.fingerprint}; patched into torch {torch_version_text}.\n"
-        f"Studies: {', '.join(heur.provenance.get('databases', [])) or 'see the heuristic file'}.\n"
+        f'"""Reduction launch configs distilled by inductor-tune for {_plain(heur.gpu.name)} '
+        f"(sm{int(heur.gpu.cc)}, {int(heur.gpu.sm_count)} SMs).\n\n"
+        f"Measured with {_plain(heur.gpu.fingerprint)}; patched into torch {_plain(torch_version_text)}.\n"
+        f"Studies: {_plain(databases)}.\n"
         "On any other GPU every lookup returns None and Inductor keeps its own heuristics.\n"
         '"""\n\n'
     )
     body = source.split('"""', 2)[2].lstrip("\n")  # drop the template's own docstring
-    return header + body.replace(placeholder, "\n".join(lines))
+    module = header + body.replace(placeholder, "\n".join(lines))
+    _check_module(module, source)
+    return module
+
+
+def _plain(text: str) -> str:
+    """Text from a heuristic file as it may stand in the generated module's docstring: no quotes,
+    backslashes or line breaks (a value that could end the docstring never reaches the patch)."""
+    return re.sub(r"[^A-Za-z0-9 ._:,()@+/=-]", "?", str(text))
+
+
+def _comment(text: str) -> str:
+    return "        # " + _plain(text)
+
+
+def _check_module(module: str, template: str) -> None:
+    """The generated module must parse and hold exactly the template's definitions plus literal rules:
+    a heuristic file supplies data, never code."""
+    import ast
+
+    try:
+        tree = ast.parse(module)
+    except SyntaxError as exc:
+        raise PatchError(f"the generated rules module does not parse ({exc.msg}); refusing to write a patch") from None
+    names = lambda t: [type(node).__name__ + ":" + getattr(node, "name", "") for node in t.body]  # noqa: E731
+    if names(tree)[1:] != names(ast.parse(template))[1:]:
+        raise PatchError("the generated rules module has statements the template lacks; refusing to write a patch")
+    table = next(node for node in tree.body if isinstance(node, ast.Assign)
+                 and any(getattr(t, "id", None) == "TABLE" for t in node.targets))
+    allowed = (ast.Call, ast.Name, ast.Constant, ast.Tuple, ast.keyword, ast.Load, ast.UnaryOp, ast.USub)
+    for node in ast.walk(table.value):
+        if not isinstance(node, allowed) or (isinstance(node, ast.Call) and getattr(node.func, "id", "") not in
+                                             ("Table", "Rule")):
+            raise PatchError("the generated rule table holds more than literal rules; refusing to write a patch")
 
 
 def _diff(path: str, old: str | None, new: str) -> str:

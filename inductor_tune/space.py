@@ -76,6 +76,9 @@ class KernelSlot:
     # torch_rules.reductions_key of the kernel's reductions (e.g. "sum"); "" in spaces probed
     # before it was recorded (distill falls back to the catalog's kernels.KernelSpec.reductions).
     reductions: str = ""
+    # torch_rules.envelope_text of what the kernel reads and writes; "" in spaces probed before it was
+    # recorded (distill falls back to the catalog's kernels.KernelSpec.envelope).
+    envelope: str = ""
 
     @property
     def persistent_allowed(self) -> bool:

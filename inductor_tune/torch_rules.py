@@ -10,8 +10,12 @@ A rule keys on what Inductor knows when it picks a launch config: the kernel kin
 Inductor's own persistent decision, mix-order fusion), the kernel's signature (the types of the
 reductions it fuses as the scheduler records them, e.g. ``online_softmax_reduce+online_softmax_reduce``
 for softmax or ``sum`` for RMSNorm, marked ``@backward`` in a backward graph), the smallest element
-size among the kernel's tensors, and next_pow2 of the reduction and row counts (the ``size_hints``
-Inductor's config functions receive).  The signature matters because the same size wants different
+size among the kernel's tensors, next_pow2 of the reduction and row counts (the ``size_hints``
+Inductor's config functions receive), and the kernel's *envelope*: how many whole-row tensors and
+other tensors it reads and writes and how many bytes it moves per row element.  A rule matches only
+the envelopes its evidence was measured on: on an H200 and an H100 a rule fitted on RMSNorm's fused
+backward (x, dy, rstd, w in; dx and partial dw out) ran out of shared memory on a Llama decoder's
+fused backward, which also loads the residual stream and the fp32 upcast.  The signature matters because the same size wants different
 launches: at N = 8192 on an H200 a persistent kernel beat Inductor's looped one 2.1x for softmax and
 lost 0.77x for LayerNorm, and RMSNorm's backward row kernel (which also reads the gradient and the
 saved statistics) lost 27 % with the config its forward wins with.  Rules only exist for the GPU
@@ -39,6 +43,8 @@ class Rule:
     RSPLIT_SIZE: Optional[int] = None  # mix-order only
     NUM_STAGES: Optional[int] = None  # mix-order only
     reductions: Optional[str] = None  # kernel_signature() of the kernels it covers; None: any
+    # envelope_text() of every kernel its evidence was measured on; the rule covers only those.
+    envelopes: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,8 +129,9 @@ def device_matches(device: Any, table: Table = None) -> bool:
 
 
 def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2: int, table: Table = None,
-           reductions: Optional[str] = None):
-    """The rule for a kernel; a rule naming reductions only covers kernels with exactly those."""
+           reductions: Optional[str] = None, envelope: Optional[str] = None):
+    """The rule for a kernel; a rule naming reductions only covers kernels with exactly those, and a rule
+    naming envelopes only kernels whose envelope is one of them (an unknown envelope matches none)."""
     table = table or TABLE
     for rule in table.rules:
         if (
@@ -133,9 +140,97 @@ def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2
             and rule.rnumel[0] <= rnumel_pow2 <= rule.rnumel[1]
             and rule.xnumel[0] <= xnumel_pow2 <= rule.xnumel[1]
             and (rule.reductions is None or rule.reductions == reductions)
+            and (not rule.envelopes or envelope in rule.envelopes)
+            and (rule_key(rule), envelope) not in _UNFIT
         ):
             return rule
     return None
+
+
+# -- the kernel's envelope -----------------------------------------------------------------------
+
+ENVELOPE_FIELDS = ("row_reads", "row_writes", "other_reads", "other_writes", "row_bytes")
+
+
+def envelope_text(values: dict) -> str:
+    """Canonical text of an envelope, e.g. 'row_reads=2,row_writes=1,other_reads=2,other_writes=1,row_bytes=6'."""
+    return ",".join(f"{name}={int(values[name])}" for name in ENVELOPE_FIELDS)
+
+
+def envelope_of_nodes(nodes, xnumel: Any, rnumel: Any) -> Optional[str]:
+    """What a kernel made of these scheduler nodes moves through memory.
+
+    Tensors it reads that none of its nodes writes (its inputs) and tensors it writes (its outputs)
+    are counted once each, split by whether they span every element of the iteration space (whole
+    rows: activations, gradients) or less (weights, per-row statistics, partial sums); ``row_bytes``
+    adds up the element sizes of the whole-row ones, the bytes each row element costs.  None for
+    symbolic sizes, for which no rule exists."""
+    from torch._inductor.dependencies import MemoryDep
+    from torch._inductor.virtualized import V
+
+    full = _static_int(xnumel), _static_int(rnumel)
+    if None in full:
+        return None
+    full = full[0] * full[1]
+    reads, writes = {}, {}
+    for node in nodes:
+        for dep in node.read_writes.writes:
+            writes[dep.name] = max(writes.get(dep.name, 0), _dep_numel(dep, MemoryDep))
+        for dep in node.read_writes.reads:
+            reads[dep.name] = max(reads.get(dep.name, 0), _dep_numel(dep, MemoryDep))
+    inputs = {name: n for name, n in reads.items() if name not in writes}
+    counts = dict.fromkeys(ENVELOPE_FIELDS, 0)
+    for table, row_key, other_key in ((inputs, "row_reads", "other_reads"), (writes, "row_writes", "other_writes")):
+        for name, numel in table.items():
+            if numel >= full:
+                counts[row_key] += 1
+                try:
+                    counts["row_bytes"] += V.graph.get_dtype(name).itemsize
+                except Exception:  # a name the graph cannot type: count its bytes as unknown (0)
+                    pass
+            else:
+                counts[other_key] += 1
+    return envelope_text(counts)
+
+
+def _dep_numel(dep: Any, memory_dep_type: type) -> int:
+    # Only MemoryDeps carry an index; star and weak deps (mutations, ordering) count as partial.
+    if not isinstance(dep, memory_dep_type):
+        return 0
+    try:
+        return int(dep.get_numel())
+    except TypeError:
+        return 0
+
+
+def envelope_of_features(features) -> Optional[str]:
+    """``envelope_of_nodes`` for the kernel SIMDKernelFeatures describe."""
+    try:
+        return envelope_of_nodes(features.scheduler_nodes(), features.numel, features.reduction_numel)
+    except Exception:  # kernels without scheduler nodes (templates, foreach): no rule keys on them
+        return None
+
+
+# -- rules that did not fit a kernel -------------------------------------------------------------
+
+# (rule_key, envelope) of rules whose config failed to compile or launch on a kernel of that envelope in
+# this process; they are not offered to such kernels again, which keep Inductor's own configs.
+_UNFIT: set = set()
+
+
+def rule_key(rule: "Rule") -> tuple:
+    return rule.kind, rule.element_size, rule.reductions, rule.rnumel, rule.xnumel
+
+
+def mark_unfit(rule: "Rule", envelope: Optional[str]) -> None:
+    _UNFIT.add((rule_key(rule), envelope))
+
+
+def describe_rule(rule: "Rule") -> str:
+    launch = f"XBLOCK={rule.XBLOCK}" + (f", R0_BLOCK={rule.R0_BLOCK}" if rule.R0_BLOCK else "") + \
+        f", num_warps={rule.num_warps}" + (f", RSPLIT_SIZE={rule.RSPLIT_SIZE}, NUM_STAGES={rule.NUM_STAGES}"
+                                           if rule.RSPLIT_SIZE else f", num_stages={rule.num_stages}")
+    return f"{rule.kind} {rule.reductions or 'any'} rnumel {rule.rnumel[0]}..{rule.rnumel[1]} ({launch})"
 
 
 def element_size_from_signature(signature: dict) -> Optional[int]:
@@ -182,7 +277,8 @@ def rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, 
     element_size = element_size_from_signature(triton_meta.get("signature", {}))
     # Written into inductor_meta at codegen (the patch's hook in codegen/triton.py).
     signature = (inductor_meta or {}).get("reduction_signature") or None
-    return lookup(kind, element_size, rnumel, xnumel, table, signature)
+    envelope = (inductor_meta or {}).get("reduction_envelope") or None
+    return lookup(kind, element_size, rnumel, xnumel, table, signature, envelope)
 
 
 def rule_for_features(features, mix_order: bool, table=None):
@@ -201,7 +297,8 @@ def rule_for_features(features, mix_order: bool, table=None):
         return None
     kind = kernel_kind(features.get_reduction_hint(), next_pow2(rnumel), mix_order)
     element_size = element_size_from_buffers(features.buf_accesses())
-    return lookup(kind, element_size, next_pow2(rnumel), next_pow2(xnumel), table, reduction_signature(features))
+    return lookup(kind, element_size, next_pow2(rnumel), next_pow2(xnumel), table, reduction_signature(features),
+                  envelope_of_features(features))
 
 
 # -- entry points of the patched Inductor functions --------------------------------------------
@@ -222,6 +319,7 @@ def looped_config(size_hints, inductor_meta, triton_meta):
     rule = rule_for_size_hints(size_hints, inductor_meta.get("reduction_hint"), inductor_meta, triton_meta, False)
     if rule is None or rule.persistent:
         return None
+    inductor_meta["distilled_rule"] = describe_rule(rule)
     from torch._inductor.runtime.triton_heuristics import InductorConfig
 
     # dynamic_scale_rblock would add a halved-R0_BLOCK variant and autotune it against the rule.
@@ -238,6 +336,7 @@ def persistent_config(size_hints, reduction_hint, inductor_meta, triton_meta):
     rule = rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, False)
     if rule is None or not rule.persistent:
         return None
+    inductor_meta["distilled_rule"] = describe_rule(rule)
     from torch._inductor.runtime.triton_compat import Config
 
     return Config({"XBLOCK": rule.XBLOCK}, num_warps=rule.num_warps, num_stages=1)
@@ -249,6 +348,7 @@ def mix_order_config(size_hints, reduction_hint, inductor_meta, triton_meta):
     # The split size was fixed at codegen (mix_order_split_size); only a matching rule may apply.
     if rule is None or inductor_meta.get("RSPLIT_SIZE") != rule.RSPLIT_SIZE:
         return None
+    inductor_meta["distilled_rule"] = describe_rule(rule)
     from torch._inductor.runtime.triton_compat import Config
 
     kwargs = {"XBLOCK": rule.XBLOCK, "RSPLIT_SIZE": rule.RSPLIT_SIZE, "NUM_STAGES": rule.NUM_STAGES}
@@ -269,6 +369,43 @@ def reduction_signature(features) -> str:
     return kernel_signature(kernel_reduction_types(features), graph_is_backward())
 
 
+def reduction_envelope(features) -> Optional[str]:
+    """codegen/triton.py: the kernel's envelope, written into inductor_meta for the config functions."""
+    return envelope_of_features(features) if features is not None else None
+
+
+# -- falling back to Inductor's configs where a rule's config does not fit (patched torch) ---------
+
+FALLBACK_KEY = "distilled_fallback"
+
+
+def keep_fallback(distilled, configs, inductor_meta: dict) -> list:
+    """The config functions' result: the rule's config alone, with Inductor's own configs kept in
+    inductor_meta (which travels with the kernel to compile workers and back) for ``fallback_configs``."""
+    inductor_meta[FALLBACK_KEY] = {
+        "rule": inductor_meta.pop("distilled_rule", "a distilled rule"),
+        "configs": [{"kwargs": dict(c.kwargs), "num_warps": c.num_warps, "num_stages": c.num_stages}
+                    for c in configs],
+    }
+    return [distilled]
+
+
+def fallback_configs(autotuner, exc) -> Optional[list]:
+    """CachingAutotuner: Inductor's own configs when a rule's config failed to compile or load; once."""
+    kept = (getattr(autotuner, "inductor_meta", None) or {}).pop(FALLBACK_KEY, None)
+    if not kept or not kept["configs"]:
+        return None
+    import logging
+
+    from torch._inductor.runtime.triton_compat import Config
+
+    name = getattr(getattr(autotuner, "fn", None), "__name__", "?")
+    logging.getLogger(__name__).warning(
+        "distilled rule %s does not fit kernel %s (%s: %s); it keeps Inductor's own configs",
+        kept["rule"], name, type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
+    return [Config(dict(c["kwargs"]), num_warps=c["num_warps"], num_stages=c["num_stages"]) for c in kept["configs"]]
+
+
 def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
     """SIMDScheduling._codegen_mix_order_reduction: the rule's split size (RSPLIT_SIZE).
 
@@ -287,5 +424,14 @@ def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
         return None
     names = [dep.name for dep in (*node.read_writes.reads, *node.read_writes.writes)]
     signature = kernel_signature(reduction_types(node.get_nodes()), graph_is_backward())
-    rule = lookup("mix_order", element_size_from_buffers(names), next_pow2(rnumel), next_pow2(xnumel), table, signature)
+    # The fused kernel adds the other side's reductions as pointwise code over the same inputs, so its
+    # envelope is the row-wise side's (checked on the CPU harness); where they differed, the config
+    # lookup, which sees the fused kernel, would find no rule and Inductor would pick the launch config
+    # for this split itself.
+    try:
+        envelope = envelope_of_nodes(node.get_nodes(), xnumel, rnumel)
+    except Exception:  # nodes that do not describe their accesses: only rules without envelopes apply
+        envelope = None
+    rule = lookup("mix_order", element_size_from_buffers(names), next_pow2(rnumel), next_pow2(xnumel), table, signature,
+                  envelope)
     return None if rule is None else rule.RSPLIT_SIZE

@@ -123,7 +123,7 @@ def test_short_study_ends_at_least_as_fast_as_default(tmp_path):
 
 
 def test_catalog_reductions_match_what_the_probe_sees(hooked):
-    """Studies probed before slots recorded their reductions fall back to the catalog's entry."""
+    """Studies probed before slots recorded their reductions and envelopes fall back to the catalog's entry."""
     from inductor_tune import evaluate
     from inductor_tune.kernels import CATALOG
     from inductor_tune.space import INDUCTOR_DEFAULT
@@ -133,6 +133,7 @@ def test_catalog_reductions_match_what_the_probe_sees(hooked):
         main = [s for s in plan.slots if s.mix_order] or plan.slots
         assert len(main) == 1, (name, plan.slots)
         assert main[0].reductions == spec.reductions, (name, main[0])
+        assert main[0].envelope == spec.envelope, (name, main[0])
 
 
 def test_inductor_autotuning_takes_the_gpu_lock(hooked):
