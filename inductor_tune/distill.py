@@ -32,7 +32,7 @@ import logging
 import math
 from typing import Sequence
 
-from . import __version__
+from . import __version__, stats
 from .evidence import DistillError, ShapePoint, geomean, load_points, select_gpu
 from .heuristics import Evidence, Heuristics, RuleSpec
 from .kernels import Shape
@@ -50,8 +50,8 @@ class FitParams:
     min_coverage: float = 1.0  # fraction of a group's shapes a rule's config must have been timed at
     min_shapes: int = 1  # and at least this many shapes
     merge_tolerance: float = 0.02  # worst-case loss allowed for one rule to span two size groups
-    # validate.NOISE_FLOOR: the same kernel compiled twice timed up to 1.2 % apart on an H200.
-    noise_floor: float = 0.015
+    # stats.NOISE_FLOOR: the same kernel compiled twice timed up to 1.2 % apart on an H200.
+    noise_floor: float = stats.NOISE_FLOOR
     # Smallest geometric-mean gain a rule is adopted for: a 1.6 % gain fitted at one shape lost 5 % at
     # a held-out shape of its size group on an H200; gains that small are not worth the risk.
     min_gain: float = 0.03

@@ -4,8 +4,9 @@ Per study: probe the kernels Inductor generates (per graph-flag combination) and
 measure Inductor's unmodified default as trial 0; in a fresh study, measure next the winners of
 finished studies of other shapes (warm start, ``warmstart.py``); keep every worker busy with sampled
 configs until the trial or time budget is spent; then re-measure the best few interleaved with the
-default and store the verdict with its spread.  Re-running the same command resumes: finished trials
-count toward the budget and the stored space is reused.
+default, re-time a winner against a fresh compile of the default, and store the verdict with its
+spread.  Re-running the same command resumes: finished trials count toward the budget and the
+stored space is reused.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import optuna
 
-from . import warmstart
+from . import stats, warmstart
 from .evaluate import Problem
 from .experiment import Experiment
 from .mirror import Ledgered, MirroredStudy
@@ -456,17 +457,30 @@ class Tuner:
                 seen.add(r.config_json)
                 ranked.append(r)
         finalists = ranked[: self.exp.finalists]
-        configs = [INDUCTOR_DEFAULT] + [TrialConfig.from_json(r.config_json) for r in finalists]
-        task = self._task(
-            "remeasure", problem, {"configs": [c.to_json() for c in configs], "rounds": self.exp.rounds}
-        )
         # Every finalist stays compiled and captured at once; other workers give their memory back.
         self.pool.release(keep=1)
-        result = self._run_blocking([task], 1)[task.task_id]
+        result = self._remeasure(problem, [TrialConfig.from_json(r.config_json) for r in finalists])
         if isinstance(result, TaskFailure):
             log.warning("re-measure of %s failed: %s", study.name, result.reason)
             return
-        self.store.set_verdict(study_id, trials_measured=len(ok), **summarize(result, finalists))
+        verdict, confirmation = summarize(result, finalists), None
+        if verdict["improved"]:
+            # The winner was picked as the best of several noisy ratios; a second compile of it and of
+            # the default, timed afresh, shows whether its gain survives compile-to-compile variance.
+            fresh = self._remeasure(problem, [TrialConfig.from_json(verdict["best_config_json"])])
+            if isinstance(fresh, TaskFailure):
+                log.warning("confirming the winner of %s failed: %s", study.name, fresh.reason)
+                return  # no verdict, as when the re-measure fails: the next run tries again
+            confirmation = confirm(fresh, verdict["best_trial_number"], verdict["best_config_json"])
+            verdict["improved"] = confirmation["confirmed"]
+            log.info("%s: winner re-timed in fresh rounds: %s", study.name, confirmation["reason"])
+        self.store.set_verdict(study_id, trials_measured=len(ok), confirmation=confirmation, **verdict)
+
+    def _remeasure(self, problem: Problem, configs: list[TrialConfig]) -> Any:
+        """``configs`` compiled afresh with Inductor's default first and timed interleaved, on one worker."""
+        payload = {"configs": [c.to_json() for c in [INDUCTOR_DEFAULT, *configs]], "rounds": self.exp.rounds}
+        task = self._task("remeasure", problem, payload)
+        return self._run_blocking([task], 1)[task.task_id]
 
 
 def _reused(rec) -> Measurement:
@@ -481,8 +495,7 @@ def summarize(times: list[list[float | None]], finalists: list) -> dict[str, Any
     """Pick the finalist with the lowest median and its speedup over the default with the spread.
 
     ``times[0]`` is the default, ``times[i]`` finalist i-1, one entry per interleaved round.  The
-    spread is the range of per-round ratios; a winner whose range reaches down to 1.0, or whose
-    median gain is inside the default's own round-to-round variation, is "no improvement".
+    spread is the range of per-round ratios; "improved" follows ``stats.beats_default``.
     """
     default_rounds = [t for t in times[0] if t is not None]
     base = dict(rounds_json=json.dumps(times), best_trial_number=None, best_config_json=None)
@@ -497,10 +510,21 @@ def summarize(times: list[list[float | None]], finalists: list) -> dict[str, Any
     if best_i is None:
         return dict(base, default_ms=default_ms, best_ms=None, speedup=None, speedup_low=None, speedup_high=None, improved=False)
     ratios = [d / b for d, b in zip(times[0], times[best_i + 1]) if d is not None and b is not None]
-    noise = (max(default_rounds) - min(default_rounds)) / default_ms
-    speedup = default_ms / best_ms
     return dict(
         base, best_trial_number=finalists[best_i].trial_number, best_config_json=finalists[best_i].config_json,
-        default_ms=default_ms, best_ms=best_ms, speedup=speedup, speedup_low=min(ratios), speedup_high=max(ratios),
-        improved=min(ratios) > 1.0 and speedup > 1.0 + noise,
+        default_ms=default_ms, best_ms=best_ms, speedup=default_ms / best_ms, speedup_low=min(ratios),
+        speedup_high=max(ratios), improved=stats.beats_default(times[0], times[best_i + 1]),
+    )
+
+
+def confirm(times: list[list[float | None]], trial_number: int | None, config_json: str) -> dict[str, Any]:
+    """The fields of a ``VerdictConfirmation``: ``times`` is [default rounds, winner rounds] of the
+    fresh re-measure; the winner is confirmed only if it beats the default there too."""
+    comparison = stats.compare(times[0], times[1])
+    return dict(
+        best_trial_number=trial_number, config_json=config_json, rounds_json=json.dumps(times),
+        speedup=comparison.speedup if comparison else None, speedup_low=comparison.low if comparison else None,
+        speedup_high=comparison.high if comparison else None,
+        confirmed=bool(comparison) and comparison.outcome == stats.FASTER,
+        reason=comparison.why() if comparison else "not every round of both was timed in the fresh compile",
     )

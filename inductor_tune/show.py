@@ -64,6 +64,8 @@ def study_row(store: Store, study) -> StudyRow:
         improved = verdict.improved
         best_ms = verdict.best_ms if improved else verdict.default_ms
         text = "improved" if improved else "no improvement (within noise)"
+        if not improved and store.confirmation(study.id) is not None:  # only a winner is re-timed
+            text = "no improvement (not confirmed in fresh rounds)"
         config = TrialConfig.from_json(verdict.best_config_json).describe() if verdict.best_config_json else "-"
         speed = (verdict.speedup, verdict.speedup_low, verdict.speedup_high)
         default_ms = verdict.default_ms

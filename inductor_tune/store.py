@@ -20,7 +20,7 @@ from sqlalchemy import orm
 
 from .records import Measurement, Outcome
 
-SCHEMA_VERSION = 4  # 2: it_lease; 3: it_validation; 4: it_crossmeasure
+SCHEMA_VERSION = 5  # 2: it_lease; 3: it_validation; 4: it_crossmeasure; 5: it_verdict_confirmation
 
 
 class StoreError(RuntimeError):
@@ -162,6 +162,28 @@ class Verdict(Base):
     created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
 
 
+class VerdictConfirmation(Base):
+    """The verdict's winner timed again against the default, both compiled afresh.
+
+    A second compile of the same kernel can time over a percent apart (``stats.NOISE_FLOOR``), so a
+    winner of the first re-measure is "improved" only if it also wins here.  A table of its own leaves
+    ``Verdict.rounds_json`` as its readers expect it: the first re-measure's rounds, one list per config.
+    """
+
+    __tablename__ = "it_verdict_confirmation"
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    study_id: orm.Mapped[int] = orm.mapped_column(sa.ForeignKey("it_study.id"), unique=True)
+    best_trial_number: orm.Mapped[int | None]
+    config_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # the winner re-timed
+    rounds_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # [default rounds, winner rounds], median ms each
+    speedup: orm.Mapped[float | None]
+    speedup_low: orm.Mapped[float | None]
+    speedup_high: orm.Mapped[float | None]
+    confirmed: orm.Mapped[bool]
+    reason: orm.Mapped[str] = orm.mapped_column(sa.Text, default="")  # the numbers it was decided on
+    created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
+
+
 class Lease(Base):
     """Which process runs a study now; lets several `tune` processes share one study set."""
 
@@ -292,7 +314,7 @@ class Store:
 
     def crossmeasures(self) -> list[CrossMeasureRecord]:
         """Every cross-measure record, oldest first (absent in databases older than schema 4)."""
-        if not sa.inspect(self.engine).has_table(CrossMeasureRecord.__tablename__):
+        if not self._has_table(CrossMeasureRecord):
             return []
         with self.session() as s:
             return list(s.scalars(sa.select(CrossMeasureRecord).options(orm.joinedload(CrossMeasureRecord.gpu))
@@ -380,7 +402,10 @@ class Store:
             s.add(record)
         return record
 
-    def set_verdict(self, study_id: int, **fields: Any) -> None:
+    def set_verdict(self, study_id: int, confirmation: dict[str, Any] | None = None, **fields: Any) -> None:
+        """Store the study's verdict and its winner's confirmation (None: none was needed) together,
+        so a verdict never keeps the confirmation of an earlier one."""
+        has_confirmations = self._has_table(VerdictConfirmation)  # absent: opened read-only at schema < 5
         with self.session() as s:
             verdict = s.scalar(sa.select(Verdict).where(Verdict.study_id == study_id))
             if verdict is None:
@@ -388,6 +413,10 @@ class Store:
             else:
                 for k, v in fields.items():
                     setattr(verdict, k, v)
+            if has_confirmations:
+                s.execute(sa.delete(VerdictConfirmation).where(VerdictConfirmation.study_id == study_id))
+            if confirmation is not None:
+                s.add(VerdictConfirmation(study_id=study_id, **confirmation))
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -419,3 +448,14 @@ class Store:
     def verdict(self, study_id: int) -> Verdict | None:
         with self.session() as s:
             return s.scalar(sa.select(Verdict).where(Verdict.study_id == study_id))
+
+    def confirmation(self, study_id: int) -> VerdictConfirmation | None:
+        """The re-timing of the verdict's winner; None where the first re-measure found no winner or
+        the database predates schema 5 (read as it is: reading never upgrades a database)."""
+        if not self._has_table(VerdictConfirmation):
+            return None
+        with self.session() as s:
+            return s.scalar(sa.select(VerdictConfirmation).where(VerdictConfirmation.study_id == study_id))
+
+    def _has_table(self, model: type[Base]) -> bool:
+        return sa.inspect(self.engine).has_table(model.__tablename__)

@@ -17,13 +17,11 @@ import math
 import statistics
 from typing import Any, Sequence
 
+from .stats import NOISE_FLOOR  # smallest band a ratio must leave to count as a change (measured: stats.py)
+
 log = logging.getLogger(__name__)
 
 DEFAULT, HEURISTICS, BEST = "inductor_default", "heuristics", "best_found"
-# Smallest band a ratio must leave to count as a change.  Measured: on an H200 (2026-11-22), the
-# heuristics variant compiled to Inductor's own configs (the same kernel, a second compile) timed up
-# to 1.2 % away from the default in interleaved rounds whose own spread was below 0.3 %.
-NOISE_FLOOR = 0.015
 
 
 # -- worker side (one process per problem, CUDA initialised) ------------------------------------
