@@ -46,6 +46,11 @@ PROBE_SHAPES = frozenset((k, m, n, "bf16") for k in ("rmsnorm_bwd", "layernorm_b
                          for m, n in ((12288, 2048), (24576, 1536), (24576, 2048), (49152, 2048)))
 
 
+# The crossmeasure records the tests' expectations were read from (stop 10, 2026-11-23: ids 1..202); later
+# records of the same shapes (the envelope-keyed plan's) would change which configs the fixture sees.
+CROSSMEASURE_MAX_ID = 202
+
+
 def _shape_key(name: str) -> tuple:
     kernel, shape, dtype = name.split("/")
     rows, cols = shape.split("x")
@@ -65,7 +70,7 @@ def _copy_subset(source: str, dest: str, prefixes: list[str] | None, shapes=FIXT
         if prefixes is None:
             table = CrossMeasureRecord.__table__
             rows = [dict(r) for r in s.execute(sa.select(table).order_by(table.c.id)).mappings()
-                    if (r["kernel"], r["rows"], r["cols"], r["dtype"]) in shapes]
+                    if (r["kernel"], r["rows"], r["cols"], r["dtype"]) in shapes and r["id"] <= CROSSMEASURE_MAX_ID]
             d.execute(sa.insert(table), rows)
         else:
             studies = [r for r in s.execute(sa.select(Study.__table__)).mappings()

@@ -47,8 +47,9 @@ def test_install_changes_a_rule_shape_and_leaves_a_keep_default_shape_alone():
     kernels = {torch_rules.kernel_signature(s.reductions.split("+"), False): k for k, s in CATALOG.items()
                if not s.backward and s.reductions and k != "add_rmsnorm_fwd"}
     rule = next(r for r in heur.rules if r.kind == "inner_looped" and r.config is not None and r.reductions in kernels)
-    kept = next(r for r in heur.rules if (r.kind, r.reductions) == (rule.kind, rule.reductions) and r.config is None)
-    kernel, rows = kernels[rule.reductions], max(rule.xnumel[0], 8192)
+    kept = next(r for r in heur.rules if (r.kind, r.reductions, r.envelopes) == (rule.kind, rule.reductions, rule.envelopes)
+                and r.config is None)
+    kernel, rows = kernels[rule.reductions], min(max(rule.xnumel[0], 8192), rule.xnumel[1])
     shape = f"{rows}x{rule.rnumel[0]}"
     default = _launch_configs(kernel, shape)[0]
     installed = _launch_configs(kernel, shape, heur)[0]
@@ -101,3 +102,40 @@ def test_mix_order_rule_sets_the_split_and_the_launch_config():
     assert not any(c.get("RSPLIT_SIZE") == 32 and c["num_warps"] == 8 for c in
                    _launch_configs("rmsnorm_bwd", "8192x2048", other)[0])
 
+
+
+def test_a_rule_that_does_not_fit_falls_back_to_inductors_configs_and_warns(caplog):
+    """A mix-order rule whose pipelined config needs far more shared memory than the GPU has (the kind of
+    failure a Llama decoder's fused RMSNorm backward hit): forced directly, the compile fails; installed
+    as a rule, the compile succeeds on Inductor's own configs, the result is right, and one WARNING names
+    the rule and the kernel."""
+    import logging
+
+    from inductor_tune import evaluate, heuristics, torch_rules
+    from inductor_tune.evaluate import CompiledCall, Problem, ProblemState
+    from inductor_tune.kernels import CATALOG, TOLERANCES, Shape
+    from inductor_tune.space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, SlotConfig, TrialConfig
+
+    props = torch.cuda.get_device_properties(0)
+    gpu = heuristics.GpuSpec(props.name, "test", f"{props.major}.{props.minor}", props.multi_processor_count, "", "")
+    oversized = SlotConfig(persistent=True, XBLOCK=16, num_warps=8, RSPLIT_SIZE=16, NUM_STAGES=3)
+    state = ProblemState(Problem("rmsnorm_bwd", Shape(32768, 8192), "bf16"))
+    _, plan = evaluate.compile_plan(state, INDUCTOR_DEFAULT)
+    (mix,) = [s for s in plan.slots if s.mix_order]
+    with pytest.raises(Exception):  # the config really does not fit: no fallback when forced by a trial
+        call, forced = evaluate.compile_plan(state, TrialConfig(DEFAULT_FLAGS, ((mix.key, oversized),)))
+        call.run_eager()
+        torch.cuda.synchronize()
+    rule = heuristics.RuleSpec("mix_order", 2, (8192, 8192), (32768, 32768), oversized, reductions="sum@backward",
+                               envelopes=(CATALOG["rmsnorm_bwd"].envelope,))
+    torch_rules._UNFIT.clear()
+    with caplog.at_level(logging.WARNING, logger="inductor_tune"), heuristics.install(
+            heuristics.Heuristics(gpu, (rule,))) as handle:
+        assert handle.active, handle.reason
+        call = CompiledCall(state.problem, state.inputs, state.grad_output)
+        call.compile()
+        result = call.run_eager()
+    error = evaluate.reference_error(state.problem, state.inputs, state.grad_output, result)
+    assert error <= TOLERANCES["bf16"], error
+    warnings = [r.getMessage() for r in caplog.records if "does not fit kernel" in r.getMessage()]
+    assert len(warnings) == 1 and "mix_order sum@backward" in warnings[0] and "triton_" in warnings[0], warnings
