@@ -105,6 +105,12 @@ def _parser() -> argparse.ArgumentParser:
     which = v.add_mutually_exclusive_group(required=True)
     which.add_argument("--suite", help="experiment name or YAML whose shapes to use, e.g. quack")
     which.add_argument("--shapes", help="comma-separated MxN shapes (any, seen by a study or not)")
+    which.add_argument("--random", metavar="N", help="the generalization gate: N random problems (of --kernels, "
+                       "default every kernel, and one dtype) at shapes no study or crossmeasure record of the --db "
+                       "databases ran; exits 1 on any failure to compile or check, or a regression")
+    v.add_argument("--seed", default="0", help="--random: seed of the draw (default 0)")
+    v.add_argument("--max-gib", type=float, default=4.0, help="--random: largest memory a problem may keep "
+                   "resident on the GPU, GiB (default 4)")
     v.add_argument("--kernels", help="comma-separated kernels (default: the suite's, else the five tuned ones)")
     v.add_argument("--dtypes", help="comma-separated dtypes (default: the suite's, else bf16)")
     v.add_argument("--db", help="comma-separated databases with studies for the per-shape best found "
@@ -360,14 +366,22 @@ def cmd_validate(args) -> int:
         suite = experiment_mod.load(path)
         kernels = experiment_mod.parse_kernels(args.kernels) if args.kernels else suite.kernels
         shapes, dtypes = suite.shapes, experiment_mod.parse_dtypes(args.dtypes) if args.dtypes else suite.dtypes
-    else:
+    elif args.shapes is not None:
         kernels = experiment_mod.parse_kernels(args.kernels or DEFAULT_VALIDATE_KERNELS)
         shapes = experiment_mod.parse_shapes(args.shapes)
         dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
+    else:
+        count, seed = _int_option("--random", args.random, 1), _int_option("--seed", args.seed, 0)
+        kernels = experiment_mod.parse_kernels(args.kernels) if args.kernels else None
+        dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
+        if len(dtypes) != 1:
+            raise CliError("--random draws problems of one dtype: give one with --dtypes")
     dbs = args.db.split(",") if args.db else list(heur.provenance.get("databases", []))
     db_urls = [_storage_url(d) for d in dbs]
     for url in db_urls:
         check_url(url, create=False)
+    draw = _gate_draw(count, seed, kernels, dtypes[0], args.max_gib, dbs, db_urls) \
+        if args.random is not None else None
     storage = _storage_url(args.storage)
     check_url(storage, create=True)
     import torch
@@ -379,7 +393,7 @@ def cmd_validate(args) -> int:
     from .validate import render, run_validation
     from .workers import WorkerPool
 
-    problems = [Problem(k, s, d) for k in kernels for d in dtypes for s in shapes]
+    problems = draw.as_problems() if draw else [Problem(k, s, d) for k in kernels for d in dtypes for s in shapes]
     # Each worker holds every variant of its problem compiled and captured at once (see validate.py).
     largest = max(p.shape.rows * p.shape.cols * (4 if p.dtype == "fp32" else 2) for p in problems)
     fit = int(0.85 * torch.cuda.get_device_properties(args.gpu).total_memory // (1.5 * 2**30 + 24 * largest))
@@ -393,9 +407,12 @@ def cmd_validate(args) -> int:
         ):
             raise CliError(f"{args.heuristics} is for {heur.gpu.name}; GPU {args.gpu} is {pool.fingerprint['name']}")
         try:
-            rows = run_validation(args.heuristics, problems, pool, store, db_urls, args.rounds, TimingSpec(), bar)
+            rows = run_validation(args.heuristics, problems, pool, store, db_urls, args.rounds, TimingSpec(), bar,
+                                  gate=dataclasses.asdict(draw) if draw else None)
         except RuntimeError as exc:
             raise CliError(str(exc)) from None
+    if draw:
+        return _gate_report(rows, draw, storage)
     print(render(rows))
     print(f"records stored in {storage}")
     regressed = [f"{r.kernel} {r.shape}" for r in rows if r.regressed]
@@ -404,6 +421,45 @@ def cmd_validate(args) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _int_option(flag: str, text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise CliError(f"{flag} {text!r} is not an integer") from None
+    if value < minimum:
+        raise CliError(f"{flag} must be at least {minimum} (got {value})")
+    return value
+
+
+def _gate_draw(count: int, seed: int, kernels, dtype: str, max_gib: float, dbs: list[str], db_urls: list[str]):
+    from . import gate
+    from .store import Store
+
+    if not 0 < max_gib < float("inf"):
+        raise CliError(f"--max-gib must be a positive number of GiB (got {max_gib})")
+    avoid = gate.studied_shapes(Store(url, create=False) for url in db_urls)
+    try:
+        draw = gate.make_draw(count, seed, kernels, avoid, int(max_gib * 2**30), dtype, avoided_from=dbs)
+    except ValueError as exc:
+        raise CliError(f"--random: {exc}") from None
+    print(f"gate draw: seed {seed}, {count} {dtype} problems of {len(draw.kernels)} kernel(s), at most "
+          f"{max_gib:g} GiB resident each, none at the {len(avoid)} shapes of {', '.join(dbs) or 'no database'}")
+    return draw
+
+
+def _gate_report(rows, draw, storage: str) -> int:
+    from .gate import summarize_gate
+    from .validate import ValidationRow, render
+
+    touched = [r for r in rows if isinstance(r, ValidationRow) and r.heuristics_applied]
+    if touched:
+        print(render(touched))
+    summary = summarize_gate(rows, draw)
+    print(summary.render())
+    print(f"records stored in {storage} (each with the draw, under \"gate\")")
+    return 0 if summary.passed else 1
 
 
 def cmd_bench_search(args) -> int:

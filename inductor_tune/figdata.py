@@ -421,7 +421,9 @@ def validation_points(store_or_url, heuristics_path: str | None = None, digest: 
     """
     out = []
     for rec in _latest_records(store_or_url, heuristics_path, digest):
-        summary = json.loads(rec.result_json)["summary"]
+        summary = json.loads(rec.result_json).get("summary")
+        if summary is None:  # a gate problem that failed: nothing was timed
+            continue
         for v in summary["variants"]:
             out.append(ValidationPoint(
                 rec.heuristics_path, rec.heuristics_digest, rec.kernel, rec.dtype, rec.rows, rec.cols, v["name"],
@@ -439,7 +441,9 @@ def validation_rows(store_or_url, heuristics_path: str | None = None, digest: st
     fields = {f.name for f in dataclasses.fields(ValidationRow)}
     rows = []
     for rec in _latest_records(store_or_url, heuristics_path, digest):
-        s = json.loads(rec.result_json)["summary"]
+        s = json.loads(rec.result_json).get("summary")
+        if s is None:  # a gate problem that failed: nothing was timed
+            continue
         s = dict(s, variants=tuple(Variant(**v) for v in s["variants"]), notes=tuple(s["notes"]))
         rows.append(ValidationRow(**{k: v for k, v in s.items() if k in fields}))
     return rows

@@ -6,6 +6,11 @@ config), the per-shape best config the studies found (when a database has one) a
 libraries, checks each against the float64 reference, captures each in a CUDA graph and times them
 interleaved round by round (drift hits all alike).  The parent turns the rounds into ratios with
 their spread, stores a validation record and reports regressions beyond the noise band.
+
+Gate runs (``inductor-tune validate --random``, see gate.py) measure hundreds of unstudied problems,
+most of which the rules leave alone: payload ``skip_untouched`` times only the default where the
+rules compiled to Inductor's own launch configs (result ``untouched``), ``peers`` false skips the
+peer libraries, and a problem that fails is stored as such instead of stopping the run.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from .stats import NOISE_FLOOR  # smallest band a ratio must leave to count as a
 log = logging.getLogger(__name__)
 
 DEFAULT, HEURISTICS, BEST = "inductor_default", "heuristics", "best_found"
+# Rounds for the default of a problem the rules left alone: a GB/s figure, not a comparison.
+UNTOUCHED_ROUNDS = 2
 
 
 # -- worker side (one process per problem, CUDA initialised) ------------------------------------
@@ -46,11 +53,23 @@ def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[s
         if not installed.active:
             raise RuntimeError(installed.reason)
         call = evaluate.CompiledCall(problem, state.inputs, state.grad_output)
-        call.compile()
+        try:
+            call.compile()
+        except Exception as exc:
+            raise RuntimeError(f"heuristics variant failed to compile: {evaluate.short_reason(exc, 300)}") from exc
         calls[HEURISTICS] = call
     heuristic_choice = evaluate.inductor_choices_made(before)
 
-    if payload.get("best_config"):
+    rounds = payload["rounds"]
+    untouched = bool(payload.get("skip_untouched")) and (
+        _configs(json.loads(heuristic_choice)) == _configs(json.loads(default_choice)))
+    if untouched:
+        # The same launch configs make the same kernels: timing both would measure only noise.
+        del calls[HEURISTICS]
+        notes.append(f"{HEURISTICS}: Inductor's own launch configs; timed as the default")
+        rounds = min(rounds, UNTOUCHED_ROUNDS)
+
+    if payload.get("best_config") and not untouched:
         config = TrialConfig.from_json(payload["best_config"])
         try:
             call, plan = evaluate.compile_plan(state, config)
@@ -62,7 +81,8 @@ def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[s
         except Exception as exc:
             notes.append(f"best found config failed to compile: {evaluate.short_reason(exc, 200)}")
 
-    found, missing = peers.peer_functions(problem.kernel)
+    want_peers = payload.get("peers", True) and not untouched
+    found, missing = peers.peer_functions(problem.kernel) if want_peers else ({}, {})
     notes += [f"{name}: {why}" for name, why in missing.items()]
     for name, fn in found.items():
         call = _PeerCall(problem, state.inputs, state.grad_output, fn)
@@ -85,14 +105,14 @@ def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[s
                 del calls[name]
                 continue
             captures[name] = call.capture() if timing.cuda_graph else "disabled"
-        for _ in range(payload["rounds"]):
+        for _ in range(rounds):
             for name, call in calls.items():
                 times.setdefault(name, []).append(evaluate.time_call(call.run, timing)[1])
     for call in calls.values():
         call.graph = None
     return {
         "times": times, "errors": errors, "captures": {k: v or None for k, v in captures.items()}, "notes": notes,
-        "studied": payload.get("studied", False),
+        "studied": payload.get("studied", False), "untouched": untouched,
         "default_choice": json.loads(default_choice), "heuristic_choice": json.loads(heuristic_choice),
         "slots": [dataclasses.asdict(slot) for slot in default_plan.slots], "bytes": state.bytes,
     }
@@ -133,6 +153,17 @@ class Variant:
 
 
 @dataclasses.dataclass(frozen=True)
+class ProblemFailure:
+    """A gate problem that gave no row: a variant failed to compile, its worker died or hung, or
+    Inductor's default failed its check.  Stored and counted; the gate fails on it."""
+
+    kernel: str
+    shape: str
+    dtype: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
 class ValidationRow:
     kernel: str
     shape: str
@@ -170,6 +201,10 @@ def summarize_problem(kernel: str, shape: str, dtype: str, data: dict[str, Any],
         ratios = [d / t for d, t in zip(base, rounds)]
         gbps = data["bytes"] / (med * 1e-3) / 1e9
         variants.append(Variant(name, med, gbps, 100 * gbps / ceiling_gbps, default_ms / med, min(ratios), max(ratios)))
+    if data.get("untouched") and HEURISTICS not in times:
+        # The rules compiled to Inductor's own configs, so the heuristics variant is the default's
+        # kernel: ratio 1 by construction, never a regression (it was timed once, as the default).
+        variants.append(dataclasses.replace(next(v for v in variants if v.name == DEFAULT), name=HEURISTICS))
     heur = next((v for v in variants if v.name == HEURISTICS), None)
     applied = _configs(data["heuristic_choice"]) != _configs(data["default_choice"])
     # Only a kernel the rules changed can regress; the band is the default's spread or the floor.
@@ -250,8 +285,13 @@ def best_configs(db_urls: Sequence[str], fp_key: str) -> dict[tuple[str, str, st
 
 
 def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequence[str], rounds: int, timing,
-                   progress=None) -> list[ValidationRow]:
-    """Measure every problem (one task, so one worker process, each) and store a record per problem."""
+                   progress=None, gate: dict[str, Any] | None = None) -> list[ValidationRow | ProblemFailure]:
+    """Measure every problem (one task, so one worker process, each) and store a record per problem.
+
+    ``gate`` (the draw, as JSON data) makes this a gate run: it goes into every record, problems the
+    rules leave alone are timed as the default only, there are no peers or best found, and a failed
+    problem is stored and returned as a ``ProblemFailure`` instead of raising RuntimeError.
+    """
     import os
 
     from . import heuristics
@@ -260,13 +300,15 @@ def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequenc
 
     heur = heuristics.load(heuristics_path)
     fp_key = fingerprint_key(pool.fingerprint)
-    best = best_configs(db_urls, fp_key)
+    best = best_configs(db_urls, fp_key) if gate is None else {}
     gpu_id = store.upsert_gpu(fp_key, dict(pool.fingerprint), pool.ceiling_gbps)
     tasks = []
     for i, problem in enumerate(problems):
         key = (problem.kernel, str(problem.shape), problem.dtype)
         payload = {"heuristics": os.path.abspath(heuristics_path), "rounds": rounds, "best_config": best.get(key),
                    "studied": key in best}
+        if gate is not None:
+            payload.update(skip_untouched=True, peers=False)
         tasks.append(Task(i, "validate", problem, payload, timing))
     pending, results = list(tasks), {}
     while pending or pool.busy():
@@ -278,18 +320,36 @@ def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequenc
             results[task.task_id] = result
             if progress is not None:
                 progress.update(1)
-    rows = []
+    timing_json = json.dumps({**dataclasses.asdict(timing), "method": "triton.testing.do_bench", "rounds": rounds,
+                              "interleaved": True})
+    extra = {} if gate is None else {"gate": gate}
+    rows: list[ValidationRow | ProblemFailure] = []
     for task in tasks:
         problem, result = task.problem, results[task.task_id]
+        record = dict(gpu_id=gpu_id, heuristics_path=heuristics_path, heuristics_digest=heur.digest(),
+                      kernel=problem.kernel, rows=problem.shape.rows, cols=problem.shape.cols, dtype=problem.dtype,
+                      timing_json=timing_json)
+        failure = None
         if isinstance(result, TaskFailure):
-            raise RuntimeError(f"validating {problem.kernel} {problem.shape} failed: {result.reason}")
-        row = summarize_problem(problem.kernel, str(problem.shape), problem.dtype, result, pool.ceiling_gbps)
-        store.add_validation(
-            gpu_id=gpu_id, heuristics_path=heuristics_path, heuristics_digest=heur.digest(), kernel=problem.kernel,
-            rows=problem.shape.rows, cols=problem.shape.cols, dtype=problem.dtype, regressed=row.regressed,
-            result_json=json.dumps({**result, "summary": dataclasses.asdict(row)}),
-            timing_json=json.dumps({**dataclasses.asdict(timing), "method": "triton.testing.do_bench",
-                                    "rounds": rounds, "interleaved": True}),
-        )
+            failure = result.reason
+            result = {"outcome": getattr(result.outcome, "value", str(result.outcome))}
+        else:
+            try:
+                row = summarize_problem(problem.kernel, str(problem.shape), problem.dtype, result, pool.ceiling_gbps)
+            except ValueError as exc:  # Inductor's default itself was not timed
+                if gate is None:
+                    raise
+                failure = str(exc)
+        if failure is not None:
+            if gate is None:
+                raise RuntimeError(f"validating {problem.kernel} {problem.shape} failed: {failure}")
+            log.warning("gate: %s %s %s failed: %s", problem.kernel, problem.shape, problem.dtype, failure)
+            # No "summary": readers of the records (figdata) take only problems that were timed.
+            store.add_validation(**record, regressed=False,
+                                 result_json=json.dumps({**result, "failed": failure, **extra}))
+            rows.append(ProblemFailure(problem.kernel, str(problem.shape), problem.dtype, failure))
+            continue
+        store.add_validation(**record, regressed=row.regressed,
+                             result_json=json.dumps({**result, "summary": dataclasses.asdict(row), **extra}))
         rows.append(row)
     return rows
