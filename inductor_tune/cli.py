@@ -111,6 +111,11 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", default="0", help="--random: seed of the draw (default 0)")
     v.add_argument("--max-gib", type=float, default=4.0, help="--random: largest memory a problem may keep "
                    "resident on the GPU, GiB (default 4)")
+    from .models import CATALOG as MODEL_CATALOG
+
+    which.add_argument("--models", nargs="?", const="all", metavar="NAMES",
+                       help="whole-model training steps instead of kernels: comma-separated models "
+                       f"({', '.join(MODEL_CATALOG)}) or all (the default)")
     v.add_argument("--kernels", help="comma-separated kernels (default: the suite's, else the five tuned ones)")
     v.add_argument("--dtypes", help="comma-separated dtypes (default: the suite's, else bf16)")
     v.add_argument("--db", help="comma-separated databases with studies for the per-shape best found "
@@ -361,6 +366,8 @@ def cmd_validate(args) -> int:
         raise CliError(str(exc)) from None
     if args.rounds < 2:
         raise CliError("--rounds must be at least 2 (the spread needs two rounds)")
+    if args.models is not None:
+        return cmd_validate_models(args)
     if args.suite:
         path = args.suite if os.path.exists(args.suite) else os.path.join("experiments", f"{args.suite}.yaml")
         suite = experiment_mod.load(path)
@@ -460,6 +467,43 @@ def _gate_report(rows, draw, storage: str) -> int:
     print(summary.render())
     print(f"records stored in {storage} (each with the draw, under \"gate\")")
     return 0 if summary.passed else 1
+
+def cmd_validate_models(args) -> int:
+    """validate --models: one training-step comparison per model, each in a process of its own."""
+    from . import models
+    from .store import Store, check_url
+
+    ignored = [flag for flag, value in (("--kernels", args.kernels), ("--dtypes", args.dtypes), ("--db", args.db),
+                                        ("--workers", args.workers)) if value is not None]
+    if ignored:
+        raise CliError(f"--models does not take {', '.join(ignored)}")
+    try:
+        names = models.parse_names(args.models)
+    except models.ModelsError as exc:
+        raise CliError(str(exc)) from None
+    storage = _storage_url(args.storage)
+    check_url(storage, create=True)
+    import torch
+
+    if not torch.cuda.is_available():
+        raise CliError(NO_GPU.format(cmd="validate --models"))
+    if not 0 <= args.gpu < torch.cuda.device_count():
+        raise CliError(f"GPU {args.gpu} does not exist: {torch.cuda.device_count()} GPU(s) visible")
+    from tqdm import tqdm
+
+    store = Store(storage, create=True)
+    with tqdm(total=len(names), disable=args.no_progress, unit="model", desc="validating") as bar:
+        try:
+            results = models.run_models(args.heuristics, names, store, args.rounds, gpu=args.gpu, progress=bar)
+        except models.ModelsError as exc:
+            raise CliError(str(exc)) from None
+    print(models.render(results))
+    print(f"records stored in {storage}")
+    bad = [f"{r.name} ({r.status})" for r in results if r.status != "ok"]
+    if bad:
+        print(f"inductor-tune: heuristics fail or regress on whole models: {'; '.join(bad)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_bench_search(args) -> int:

@@ -231,7 +231,9 @@ def inductor_choices_made(before: set[int]) -> str:
         warnings.simplefilter("ignore")
         objects = gc.get_objects()
     for obj in objects:
-        if isinstance(obj, CachingAutotuner) and id(obj) not in before:
+        # type(), not isinstance(): the latter asks a dead weakref.proxy for its __class__ and raises
+        # ReferenceError (seen in a process that compiled a whole model).
+        if issubclass(type(obj), CachingAutotuner) and id(obj) not in before:
             launchers = getattr(obj, "launchers", None) or []
             cfg = launchers[0].config if len(launchers) == 1 else None
             found.append(
@@ -254,7 +256,7 @@ def _autotuner_ids() -> set[int]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return {id(o) for o in gc.get_objects() if isinstance(o, CachingAutotuner)}
+        return {id(o) for o in gc.get_objects() if issubclass(type(o), CachingAutotuner)}
 
 
 class ProblemState:

@@ -1,0 +1,426 @@
+"""Validate a heuristic file on whole-model training steps (`inductor-tune validate --models`).
+
+Kernel-level validation times each norm kernel alone; a model compiles them fused with their
+neighbours (residual adds, casts, the weight-gradient sums), at sizes and with extra inputs no study
+saw.  A rule's config that ran at every studied shape ran out of shared memory on the fused RMSNorm
+backward kernel of a 2-layer Llama stack.  So each catalog model is compiled twice in a process of its
+own, Inductor's default and then with ``heuristics.install`` active, and a training step (forward,
+``out.float().pow(2).mean()``, backward; no optimizer) of each is timed interleaved round by round.
+
+Pitfalls this avoids: Dynamo caches compiled code per code object, so each variant compiles its own
+copy of the step function (``variant_function``) with ``fullgraph=True`` (no graph break into a shared
+inner frame), on its own copy of the model; the backward graph compiles lazily at the first backward,
+so each variant's first steps run while its install state is active, and afterwards the compiler
+refuses to recompile (a recompile would silently pick up the other variant's state).  A compile
+failure of either variant is recorded with its one-line reason, never raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import multiprocessing as mp
+import os
+import re
+import statistics
+import time
+import traceback
+import types
+from collections import Counter
+from typing import Any, Callable, Mapping, Sequence
+
+from .validate import NOISE_FLOOR
+
+log = logging.getLogger(__name__)
+
+DEFAULT, RULES = "inductor_default", "heuristics"
+# Inductor names kernels triton_<category>_...: reductions, persistent reductions, and "unknown" for a
+# fixed launch config, which is how installed rules emit their (reduction) kernels.
+REDUCTION_PREFIXES = ("triton_red_", "triton_per_", "triton_unk_")
+_COMPILE_STAGE = {DEFAULT: "default compile", RULES: "rules compile"}
+COMPILE_STEPS = 2  # under the variant's install state: compiles forward and (lazily) backward
+WARMUP_STEPS = 3
+STEPS_PER_ROUND = 10
+MODEL_TIMEOUT_S = 3600.0  # two compiles of the largest stack, one kernel at a time, plus timing
+
+
+class ModelsError(ValueError):
+    """A problem worth one line to the user (unknown model, heuristics for another GPU)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    family: str  # llama | gpt2
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    layers: int = 2
+    batch: int = 4
+    seq: int = 2048
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq
+
+
+def llama_spec(hidden: int, batch: int = 4, seq: int = 2048, intermediate: int | None = None) -> ModelSpec:
+    """Llama-style proportions: head dim 128, a KV head per 4 heads, MLP ~3.5x rounded to 256."""
+    heads = hidden // 128
+    intermediate = intermediate or 256 * round(3.5 * hidden / 256)
+    return ModelSpec(f"llama-{hidden}", "llama", hidden, intermediate, heads, heads // 4, batch=batch, seq=seq)
+
+
+def gpt2_spec(hidden: int, batch: int = 8, seq: int = 1024) -> ModelSpec:
+    heads = hidden // 64
+    return ModelSpec(f"gpt2-{hidden}", "gpt2", hidden, 4 * hidden, heads, heads, batch=batch, seq=seq)
+
+
+# 8192 tokens each: the row counts the studies covered.  llama-8192 holds ~1.7 G parameters per copy
+# (two copies, their gradients and one step's activations: ~25 GiB).
+CATALOG: dict[str, ModelSpec] = {s.name: s for s in (
+    llama_spec(2048), llama_spec(4096, intermediate=14336), llama_spec(8192), gpt2_spec(1024), gpt2_spec(2048),
+)}
+
+
+def parse_names(text: str) -> list[str]:
+    """Comma-separated catalog names, or "all"."""
+    if text.strip() == "all":
+        return list(CATALOG)
+    names = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in CATALOG]
+    if unknown or not names:
+        raise ModelsError(f"unknown model(s) {', '.join(unknown) or '(none)'}; known: {', '.join(CATALOG)}, all")
+    return names
+
+
+# -- one model, in the process that holds the GPU ----------------------------------------------
+
+def _forward_loss(model, x):
+    return model(x).float().pow(2).mean()
+
+
+def variant_function(variant: str) -> Callable:
+    """``_forward_loss`` with a code object of its own: Dynamo keeps one cache per code object, so two
+    compiles of one function would share entries and the second variant could run the first's kernels."""
+    code = _forward_loss.__code__
+    name = f"_forward_loss_{re.sub(r'[^0-9A-Za-z_]', '_', variant)}"
+    fields = {"co_name": name, **({"co_qualname": name} if hasattr(code, "co_qualname") else {})}
+    return types.FunctionType(code.replace(**fields), _forward_loss.__globals__, name)
+
+
+def one_line_reason(exc: BaseException, limit: int = 300) -> str:
+    """The innermost error on one line: Dynamo and Inductor wrap the one that matters (their
+    ``inner_exception``, raised ``from None``) and append hints about their own logs."""
+    from .evaluate import short_reason
+
+    root, seen = exc, set()
+    while id(root) not in seen:
+        seen.add(id(root))
+        inner = getattr(root, "inner_exception", None) or root.__cause__
+        if not isinstance(inner, BaseException):
+            break
+        root = inner
+    text = " ".join(short_reason(root, 10 * limit).split())
+    text = re.sub(r"\s*Set TORCHDYNAMO_VERBOSE=1.*$", "", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _failed(out: dict[str, Any], stage: str, exc: BaseException) -> dict[str, Any]:
+    log.warning("%s: %s failed: %s", out["model"], stage, one_line_reason(exc))
+    out["failure"] = {"stage": stage, "reason": one_line_reason(exc), "detail": traceback.format_exc()[-8000:]}
+    return out
+
+
+def kernel_time_breakdown(kernels: Sequence[tuple[str, float]]) -> dict[str, Any]:
+    by_kernel: dict[str, float] = {}
+    for name, us in kernels:
+        by_kernel[name] = by_kernel.get(name, 0.0) + us
+    total = sum(by_kernel.values())
+    reduction = sum(us for name, us in by_kernel.items() if name.startswith(REDUCTION_PREFIXES))
+    return {"total_us": total, "reduction_us": reduction, "share": reduction / total if total else None,
+            "reduction_kernels": sum(name.startswith(REDUCTION_PREFIXES) for name in by_kernel),
+            "fixed_config_kernels": sum(name.startswith("triton_unk_") for name in by_kernel), "by_kernel": by_kernel}
+
+
+def _kernel_key(entry: Mapping[str, Any]) -> tuple[str, str]:
+    # Forward and backward graphs number their kernels alike, and a forced config renames the
+    # category (triton_per_ -> triton_unk_): match on the fused ops and the sizes.
+    name = re.sub(r"_\d+$", "", re.sub(r"^triton_[a-z]+_", "", str(entry.get("kernel", ""))))
+    return name, json.dumps(entry.get("size_hints"), sort_keys=True)
+
+
+def kernels_changed(default_choice: Sequence[Mapping], rules_choice: Sequence[Mapping]) -> int:
+    """Kernels of the rules' compile (``evaluate.inductor_choices_made``) whose launch config no kernel of
+    the default compile has.  A kernel the rules left alone has the default's source, so Inductor reuses
+    it and it is not among the rules' new kernels; one still autotuning among candidates was not forced
+    (a rule forces exactly one config) and is skipped so that autotuning noise does not count."""
+    seen = Counter((_kernel_key(e), json.dumps(e.get("config"), sort_keys=True)) for e in default_choice)
+    changed = 0
+    for entry in rules_choice:
+        if (entry.get("candidates") or 1) > 1:
+            continue
+        key = (_kernel_key(entry), json.dumps(entry.get("config"), sort_keys=True))
+        if seen[key]:
+            seen[key] -= 1
+        else:
+            changed += 1
+    return changed
+
+
+def measure_model(spec: ModelSpec, heur, rounds: int = 5, steps: int = STEPS_PER_ROUND, *, device: str = "cuda",
+                  dtype: str = "bf16", backend: Any = "inductor", impl: str = "auto", seed: int = 0,
+                  install: Callable | None = None, lock=None, on_stage: Callable[[str], None] = lambda stage: None,
+                  ) -> dict[str, Any]:
+    """Compile, time and profile both variants of one model in this process; plain data for the parent.
+
+    Never raises for the model's sake: a failure lands in ``failure`` (stage, one-line reason, traceback).
+    ``on_stage`` hears each stage as it starts (so a process that dies can be placed).  ``install``
+    (default ``heuristics.install``) and ``backend`` are parameters for the CPU tests.
+    """
+    import copy
+
+    import torch
+
+    from . import evaluate, heuristics, model_blocks
+
+    install = install or heuristics.install
+    inductor = backend == "inductor"
+    out: dict[str, Any] = {"model": spec.name, "spec": dataclasses.asdict(spec), "tokens": spec.tokens,
+                           "dtype": dtype, "failure": None, "torch": torch.__version__}
+    try:
+        model, out["implementation"] = model_blocks.build(spec, device, evaluate.DTYPES[dtype], impl, seed)
+        out["parameters"] = model_blocks.parameter_count(model)
+        if out["implementation"] == "transformers":
+            import transformers
+
+            out["transformers"] = transformers.__version__
+        x = torch.randn(spec.batch, spec.seq, spec.hidden, device=device, dtype=evaluate.DTYPES[dtype])
+        # Separate copies with the same weights: Dynamo may guard on a module's identity.
+        runs = {v: model_blocks.TrainStep(variant_function(v), copy.deepcopy(model) if v == RULES else model,
+                                          x.clone().requires_grad_(True), backend) for v in (DEFAULT, RULES)}
+    except Exception as exc:
+        return _failed(out, "setup", exc)
+
+    choices_made: dict[str, list] = {}
+    for variant, run in runs.items():
+        on_stage(_COMPILE_STAGE[variant])
+        before = evaluate._autotuner_ids() if inductor else set()
+        try:
+            with install(heur) if variant == RULES else contextlib.nullcontext() as handle:
+                if handle is not None and not handle.active:
+                    return _failed(out, "setup", RuntimeError(handle.reason))
+                for _ in range(COMPILE_STEPS):
+                    run.step()
+                model_blocks.synchronize(device)
+        except Exception as exc:
+            return _failed(out, _COMPILE_STAGE[variant], exc)
+        choices_made[variant] = json.loads(evaluate.inductor_choices_made(before)) if inductor else []
+    out["choices"] = choices_made
+    out["kernels_changed"] = kernels_changed(choices_made[DEFAULT], choices_made[RULES])
+
+    times: dict[str, list[float]] = {DEFAULT: [], RULES: []}
+    on_stage("timing")
+    try:
+        with torch.compiler.set_stance("fail_on_recompile"), lock or contextlib.nullcontext():
+            for _ in range(WARMUP_STEPS):
+                for run in runs.values():
+                    run.step()
+            for r in range(rounds):
+                # Alternate which variant goes first: the first of a round can find the GPU cooler.
+                for variant in (DEFAULT, RULES) if r % 2 == 0 else (RULES, DEFAULT):
+                    times[variant].append(model_blocks.median_step_ms(runs[variant].step, steps, device))
+            out["profiles"] = {v: kernel_time_breakdown(model_blocks.profile_kernels(run.step, device))
+                               for v, run in runs.items()}
+    except Exception as exc:
+        out["times"] = times
+        return _failed(out, "timing", exc)
+    out["times"] = times
+    if str(device).startswith("cuda"):
+        out["max_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    return out
+
+
+def _child_main(conn, spec: ModelSpec, heuristics_path: str, rounds: int, steps: int, gpu: int, lock_path: str,
+                log_level: int) -> None:
+    """Entry point of the process measuring one model (spawned: a fresh interpreter, CUDA not yet loaded)."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+    # `import torch` would install these rules for every compile, the default variant's included.
+    os.environ.pop("INDUCTOR_TUNE_HEURISTICS", None)
+    logging.basicConfig(level=log_level, format=f"[{spec.name} {os.getpid()}] %(levelname)s %(name)s: %(message)s")
+    import torch
+    import torch._inductor.config as inductor_config
+
+    from . import choices, evaluate, heuristics, workers
+    from .records import TimingSpec
+
+    # As in the tuning workers: compiles stay in this process, and every thread (autograd's, which
+    # compiles the backward) gets the choices class through which installed rules act.
+    inductor_config.compile_threads = 1
+    choices.install()
+    heur = heuristics.load(heuristics_path)
+    fp = evaluate.gpu_fingerprint(0)
+    if not heuristics.device_matches(heur, torch.cuda.get_device_properties(0)):
+        conn.send(("mismatch", f"{heuristics_path} is for {heur.gpu.name}; GPU {gpu} is {fp['name']}"))
+        return
+    lock = workers.GpuLock(lock_path)
+    workers._lock_inductor_benchmarks(lock)
+    with lock:
+        ceiling = evaluate.copy_ceiling_gbps(TimingSpec())
+    torch.cuda.empty_cache()
+    conn.send(("hello", fp, ceiling))
+    try:
+        result = measure_model(spec, heur, rounds, steps, lock=lock, on_stage=lambda stage: conn.send(("stage", stage)))
+    except Exception as exc:  # measure_model records its own failures; this is a bug, kept as a record
+        result = _failed({"model": spec.name, "spec": dataclasses.asdict(spec), "tokens": spec.tokens}, "worker", exc)
+    conn.send(("result", result))
+
+
+def run_one(spec: ModelSpec, heuristics_path: str, rounds: int, steps: int = STEPS_PER_ROUND, gpu: int = 0,
+            timeout_s: float = MODEL_TIMEOUT_S, lock_dir: str = "/tmp") -> tuple[tuple | None, dict[str, Any]]:
+    """Measure one model in a spawned process: (fingerprint and ceiling or None, the measurement)."""
+    ctx = mp.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    lock_path = os.path.join(lock_dir, f"inductor_tune_gpu{gpu}.lock")
+    proc = ctx.Process(target=_child_main, daemon=True, args=(
+        sender, spec, os.path.abspath(heuristics_path), rounds, steps, gpu, lock_path, logging.getLogger().level))
+    proc.start()
+    sender.close()
+    hello, stage, deadline, reason = None, "setup", time.monotonic() + timeout_s, None
+    try:
+        while reason is None:
+            if not receiver.poll(max(0.0, min(5.0, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
+                    reason = f"killed after exceeding the {timeout_s:.0f} s limit per model"
+                continue
+            try:
+                kind, *payload = receiver.recv()
+            except EOFError:
+                proc.join(10)
+                code = proc.exitcode
+                reason = f"its process died ({f'signal {-code}' if code is not None and code < 0 else f'exit code {code}'})"
+                continue
+            if kind == "mismatch":
+                raise ModelsError(payload[0])
+            if kind == "hello":
+                hello = tuple(payload)
+            elif kind == "stage":
+                stage = payload[0]
+            else:
+                return hello, payload[0]
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(10)
+    return hello, {"model": spec.name, "spec": dataclasses.asdict(spec), "tokens": spec.tokens,
+                   "failure": {"stage": stage, "reason": reason, "detail": "while " + stage}}
+
+
+# -- parent side ------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ModelResult:
+    name: str
+    implementation: str  # transformers | plain | "?" (failed before building)
+    tokens: int
+    hidden: int
+    default_ms: float | None
+    rules_ms: float | None
+    default_rounds: tuple[float, ...]
+    rules_rounds: tuple[float, ...]
+    ratio: float | None  # default step time / rules step time (> 1: the rules are faster)
+    ratio_low: float | None
+    ratio_high: float | None
+    noise: float | None  # the default's own round-to-round spread, relative
+    regressed: bool  # slower in every round, and beyond max(noise, validate.NOISE_FLOOR)
+    failure_stage: str | None  # setup | default compile | rules compile | timing | worker
+    failure: str | None  # its one-line reason
+    reduction_share_default: float | None  # reduction kernels' share of the step's GPU kernel time
+    reduction_share_rules: float | None
+    reduction_speedup: float | None  # default reduction-kernel time / rules reduction-kernel time
+    kernels_changed: int | None
+
+    @property
+    def status(self) -> str:
+        if self.failure_stage is None:
+            return "REGRESSED" if self.regressed else "ok"
+        what = "COMPILE FAILED" if self.failure_stage.endswith("compile") else f"FAILED ({self.failure_stage})"
+        return f"{what}: {self.failure}"
+
+
+def summarize(data: Mapping[str, Any]) -> ModelResult:
+    spec, failure = data["spec"], data.get("failure") or {}
+    times = data.get("times") or {}
+    base, rules = list(times.get(DEFAULT) or ()), list(times.get(RULES) or ())
+    d_ms = r_ms = ratio = low = high = noise = None
+    regressed = False
+    if base and rules and not failure:
+        d_ms, r_ms = statistics.median(base), statistics.median(rules)
+        ratios = [d / r for d, r in zip(base, rules)]
+        ratio, low, high, noise = d_ms / r_ms, min(ratios), max(ratios), (max(base) - min(base)) / d_ms
+        regressed = high < 1.0 and ratio < 1.0 - max(noise, NOISE_FLOOR)
+    profiles = data.get("profiles") or {}
+    shares = [profiles.get(v, {}).get("share") for v in (DEFAULT, RULES)]
+    red = [profiles.get(v, {}).get("reduction_us") for v in (DEFAULT, RULES)]
+    return ModelResult(
+        data["model"], data.get("implementation", "?"), data.get("tokens", spec["batch"] * spec["seq"]), spec["hidden"],
+        d_ms, r_ms, tuple(base), tuple(rules), ratio, low, high, noise, regressed,
+        failure.get("stage"), failure.get("reason"), shares[0], shares[1],
+        red[0] / red[1] if red[0] and red[1] else None, data.get("kernels_changed"),
+    )
+
+
+def run_models(heuristics_path: str, names: Sequence[str], store, rounds: int = 5, *, steps: int = STEPS_PER_ROUND,
+               gpu: int = 0, timeout_s: float = MODEL_TIMEOUT_S, lock_dir: str = "/tmp", progress=None
+               ) -> list[ModelResult]:
+    """Measure each named model in a process of its own and store one validation record per model."""
+    from . import heuristics
+    from .search import fingerprint_key
+
+    heur = heuristics.load(heuristics_path)
+    results, gpu_id = [], None
+    for name in names:
+        spec = CATALOG[name]
+        hello, data = run_one(spec, heuristics_path, rounds, steps, gpu, timeout_s, lock_dir)
+        if hello is not None:
+            fp, ceiling = hello
+            gpu_id = store.upsert_gpu(fingerprint_key(fp), dict(fp), ceiling)
+        result = summarize(data)
+        if gpu_id is None:
+            log.warning("%s: not stored: its process died before reporting the GPU", name)
+        else:
+            store.add_validation(
+                gpu_id=gpu_id, heuristics_path=heuristics_path, heuristics_digest=heur.digest(),
+                kernel=f"model:{name}", rows=spec.tokens, cols=spec.hidden, dtype="bf16", regressed=result.regressed,
+                result_json=json.dumps({**data, "summary": dataclasses.asdict(result)}),
+                timing_json=json.dumps({"method": "CUDA events around each training step (forward, loss, backward)",
+                                        "statistic": "median per round", "rounds": rounds, "steps_per_round": steps,
+                                        "warmup_steps": WARMUP_STEPS, "interleaved": True, "order": "alternating"}),
+            )
+        results.append(result)
+        if progress is not None:
+            progress.update(1)
+    return results
+
+
+def render(results: Sequence[ModelResult]) -> str:
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.1f}%"
+
+    header = ["model", "impl", "tokens", "default ms", "rules ms", "ratio [min-max]", "reduction share",
+              "reduction speedup", "kernels changed", "status"]
+    rows = [[
+        r.name, r.implementation, str(r.tokens),
+        "-" if r.default_ms is None else f"{r.default_ms:.2f}", "-" if r.rules_ms is None else f"{r.rules_ms:.2f}",
+        "-" if r.ratio is None else f"{r.ratio:.3f} [{r.ratio_low:.3f}-{r.ratio_high:.3f}]",
+        f"{pct(r.reduction_share_default)} -> {pct(r.reduction_share_rules)}",
+        "-" if r.reduction_speedup is None else f"{r.reduction_speedup:.3f}",
+        "-" if r.kernels_changed is None else str(r.kernels_changed), r.status,
+    ] for r in results]
+    widths = [max([len(header[i])] + [len(row[i]) for row in rows]) for i in range(len(header))]
+    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(row) for row in rows])
