@@ -14,6 +14,7 @@ import distill_fixtures as fx
 import pytest
 
 from inductor_tune import cli, crossmeasure, distill
+from inductor_tune.kernels import Shape
 from inductor_tune.records import Outcome
 from inductor_tune.search import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES
 from inductor_tune.space import TrialConfig, slot_violations
@@ -24,6 +25,7 @@ FP = dict(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_byt
           cuda_driver="580", cuda_runtime="13.0", torch="2.11.0+cu130", triton="3.6.0")
 DEFAULT_MS = 1.0
 TIMED_OUT = ("rmsnorm_fwd", 8192, 4096)  # its whole task fails
+HELD = (16384, 1536)  # the fixture's hold-out shape
 
 
 def _fake_ms(cfg) -> float:
@@ -106,12 +108,13 @@ def test_plan_times_each_groups_own_best_then_its_neighbours_where_legal(points)
         by_group[(*item.point.family, item.point.r_pow2)].append(item)
     dropped = 0
     for key, group in groups.items():
-        kind, size, reductions, r = key
+        kind, size, reductions, envelope, r = key  # neighbours: the same family, envelope included
+        assert {p.envelope for p in group} == {envelope}
         plans = {i.configs for i in by_group[key]}
         assert len(plans) == 1  # every shape of the group times the same configs
         (configs,) = plans
         own = list(dict.fromkeys(c for p in group for c in _best(p, 3)))
-        near = list(dict.fromkeys(c for a in (r // 2, r * 2) for p in groups.get((kind, size, reductions, a), ())
+        near = list(dict.fromkeys(c for a in (r // 2, r * 2) for p in groups.get((kind, size, reductions, envelope, a), ())
                                   for c in _best(p, 2)))
         legal = [c for c in dict.fromkeys(own + near) if not any(slot_violations(p.slot, c) for p in group)]
         assert list(configs) == legal
@@ -133,6 +136,43 @@ def test_plan_times_each_groups_own_best_then_its_neighbours_where_legal(points)
     for item in alone:
         group = groups[(*item.point.family, item.point.r_pow2)]
         assert set(item.configs) <= {c for p in group for c in _best(p, 1)}
+
+
+def test_plan_with_hold_out_times_the_training_shapes_candidates_at_the_held_out_shapes_too(points):
+    """Held-out shapes propose no config and place no probe (so a hold-out fit on the records stays
+    pure), yet get items timing the training shapes' candidates, so that the fit can be scored there."""
+    held = [p for p in points if (p.rows, p.cols) == HELD]
+    training = [p for p in points if p not in held]
+    assert {p.kernel for p in held} == set(fx.KERNELS)
+    items = crossmeasure.plan(points, top=3, neighbours=2, max_configs=100, hold_out=[Shape(*HELD)])
+    studied = [i for i in items if not i.point.probe]
+    assert sorted(i.point.label for i in studied) == sorted(p.label for p in points)  # held-out shapes included
+    groups, proposing = distill.size_groups(points), distill.size_groups(training)
+    by_group = collections.defaultdict(set)
+    for item in studied:
+        by_group[(*item.point.family, item.point.r_pow2)].add(item.configs)
+    for key, group in groups.items():
+        kind, size, reductions, envelope, r = key
+        (configs,) = by_group[key]  # one plan per group, held-out shapes' items included
+        own = [c for p in proposing.get(key, ()) for c in _best(p, 3)]
+        near = [c for a in (r // 2, r * 2) for p in proposing.get((kind, size, reductions, envelope, a), ())
+                for c in _best(p, 2)]
+        assert list(configs) == [c for c in dict.fromkeys(own + near) if not any(slot_violations(p.slot, c) for p in group)]
+    for item in items:
+        for cfg, origin in zip(item.configs, item.origins):
+            assert origin == tuple(sorted(p.label for p in training if cfg in p.proposed)) and origin
+    assert all(i.configs for i in studied if i.point in held)
+    # Without the hold-out the held-out shapes' own best configs are timed; with it, those that no
+    # training shape put forward are not.
+    unplanned = {c for p in held for c in _best(p, 3)} - {c for p in training for c in _best(p, 3)}
+    default = crossmeasure.plan(points, top=3, neighbours=2, max_configs=100)
+    assert unplanned & {c for i in default for c in i.configs}
+    assert not unplanned & {c for i in items for c in i.configs}
+    # Probes only at 3/2 of the training shapes' rows: none at 24576x1536 (3/2 of the held-out shape).
+    probes = {(i.point.kernel, i.point.rows, i.point.cols) for i in items if i.point.probe}
+    assert probes == {(p.kernel, p.rows * 3 // 2, p.cols) for p in training if p.kind == "mix_order"}
+    assert {(k, 24576, 1536) for k in ("rmsnorm_bwd", "layernorm_bwd")} <= \
+        {(i.point.kernel, i.point.rows, i.point.cols) for i in default if i.point.probe} - probes
 
 
 def _width(item):

@@ -76,8 +76,10 @@ def test_probe_records_join_their_group_and_a_config_losing_at_a_probe_is_not_ad
     assert all(at[f"layernorm_bwd {m}x2048 bf16"].speedups[SPLIT32] > 1.1 for m in (8192, 32768))
 
     def fit_and_score(points):
+        # As distill(hold_out=...) does: the held-out shapes and the probes derived from them (24576x1536) out.
         held = [p for p in points if (p.rows, p.cols) == HELD and not p.probe]
-        train = [p for p in points if p not in held]
+        train = [p for p in points if p not in held and not distill.derived_from(p, held)]
+        assert len(train) == len(points) - len(held) - 2 * any(p.probe for p in points)
         rules = distill.fit_rules(train, distill.FitParams(), distill.proposed_by(train))
         rows = {r["shape"]: r for r in distill.score(rules, held)}
         return rules, rows["layernorm_bwd 16384x1536 bf16"]
@@ -88,6 +90,7 @@ def test_probe_records_join_their_group_and_a_config_losing_at_a_probe_is_not_ad
     rules, with_probes = fit_and_score(probed)
     rule = distill._rule_for(rules, at["layernorm_bwd 32768x2048 bf16"])
     assert rule.config != SPLIT32 and "layernorm_bwd 24576x2048 bf16 (probe)" in rule.evidence.shapes
+    assert "layernorm_bwd 24576x1536 bf16 (probe)" not in rule.evidence.shapes  # derived from the held-out shape
     assert with_probes["speedup"] >= 1 - with_probes["noise"]
     # Probes widen a mix-order rule's rows only as far as they reach (49152 rows: next_pow2 65536).
     assert rule.xnumel == (8192, 65536)
@@ -110,12 +113,46 @@ def test_probes_are_never_scored_and_leave_one_n_out_fits_without_that_ns_probes
 def test_distill_file_lists_probes_in_evidence_and_provenance():
     dbs = [*fx.fixture_dbs(), fx.probe_db()]
     heur = distill.distill([f"sqlite:///{p}" for p in dbs], "H200", names=dbs, hold_out=[Shape(*HELD)])
-    assert heur.provenance["probe_shapes"] == len(fx.PROBE_SHAPES)
+    # The two probes at 24576x1536 (3/2 of the held-out 16384x1536) are derived from it and not fitted on.
+    assert heur.provenance["probe_shapes"] == len(fx.PROBE_SHAPES) - 2
+    assert distill.distill([f"sqlite:///{p}" for p in dbs], "H200", names=dbs).provenance["probe_shapes"] == \
+        len(fx.PROBE_SHAPES)
     assert not any("(probe)" in s for s in heur.provenance["held_out_shapes"])
     assert any(s.endswith("(probe)") for r in heur.rules for s in r.evidence.shapes)
     # A probe is no study: it cannot be held out.
     with pytest.raises(distill.DistillError, match="no usable study of the held-out shape.s. 24576x2048"):
         distill.distill([f"sqlite:///{p}" for p in dbs], "H200", names=dbs, hold_out=[Shape(24576, 2048)])
+
+
+def test_a_hold_out_fit_drops_the_probes_placed_because_of_a_held_out_shape(probed, monkeypatch):
+    """A probe at 3/2 of a held-out shape's rows exists only because that shape was studied (the plan
+    placed it there), so distill(hold_out=...) fits neither on the shape nor on its probe; the probes
+    placed because of training shapes (12288, 24576 and 49152 rows at N = 2048) stay in."""
+    held = [p for p in probed if (p.rows, p.cols) == HELD and not p.probe]
+    assert {p.kernel for p in held} == set(fx.KERNELS)
+    derived = {p.label for p in probed if distill.derived_from(p, held)}
+    assert derived == {f"{k} 24576x1536 bf16 (probe)" for k in ("rmsnorm_bwd", "layernorm_bwd")}
+    # Per kernel: a probe is derived from its own kernel's held-out shape only; a study is never derived.
+    layernorm = [p for p in held if p.kernel == "layernorm_bwd"]
+    assert {p.label for p in probed if distill.derived_from(p, layernorm)} == {"layernorm_bwd 24576x1536 bf16 (probe)"}
+    parent = next(p for p in probed if p.label == "layernorm_bwd 16384x1536 bf16")
+    studied_there = dataclasses.replace(parent, rows=24576, slot=dataclasses.replace(parent.slot, xnumel=24576))
+    assert not distill.derived_from(studied_there, held)
+    probe = next(p for p in probed if p.label == "layernorm_bwd 24576x1536 bf16 (probe)")
+    assert distill.derived_from(probe, [parent]) and not distill.derived_from(probe, [])
+    assert not distill.derived_from(probe, [dataclasses.replace(parent, cols=2048)])  # another N
+    assert not distill.derived_from(probe, [dataclasses.replace(parent, rows=8192)])  # 3/2 of other rows
+    calls, real_fit = [], distill.fit_rules
+    monkeypatch.setattr(distill, "fit_rules", lambda pts, params=distill.FitParams(), allowed=None: (
+        calls.append({p.label for p in pts}) or real_fit(pts, params, allowed)))
+    dbs = [*fx.fixture_dbs(), fx.probe_db()]
+    heur = distill.distill([f"sqlite:///{p}" for p in dbs], "H200", names=dbs, hold_out=[Shape(*HELD)])
+    probes = {p.label for p in probed if p.probe}
+    assert calls[0] == {p.label for p in probed if p not in held} - derived
+    assert calls[0] & probes == probes - derived and len(probes - derived) == 6
+    assert all(not fold & derived for fold in calls)  # nor in the hold-out schemes' folds
+    assert not any(s in derived for r in heur.rules for s in r.evidence.shapes)
+    assert heur.provenance["probe_shapes"] == len(probes - derived)
 
 
 def test_probe_records_naming_other_kernels_or_without_a_study_of_that_n_are_not_used(tmp_path):
