@@ -419,6 +419,13 @@ def load(path: str) -> Heuristics:
 
 _INSTALLED: torch_rules.Table | None = None
 _INSTALLED_DIGEST: str | None = None
+# One line per kernel a rule was forced into in this process (validate tells touched problems by it).
+_APPLIED: list[str] = []
+
+
+def applied_rules() -> list[str]:
+    """Every rule application of this process so far, oldest first: 'rule -> kernel sizes'."""
+    return list(_APPLIED)
 
 
 def installed_digest() -> str | None:
@@ -460,6 +467,7 @@ def apply_rules(features, groups, kernel_kwargs):
     log.debug("heuristic rule %s -> %s", rule, cfg.describe())
     forced = force_config(kernel_kwargs, cfg, mix)
     fallback.record(rule, envelope, forced["fixed_config"])
+    _APPLIED.append(f"{torch_rules.describe_rule(rule)} -> x={features.numel} r={features.reduction_numel}")
     return forced
 
 

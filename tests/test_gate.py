@@ -236,7 +236,12 @@ def worker(monkeypatch):
     from inductor_tune.evaluate import Problem
     from inductor_tune.kernels import Shape
 
-    used = types.SimpleNamespace(choices=[], peers=0, heuristics_fail=False)
+    used = types.SimpleNamespace(choices=[], peers=0, heuristics_fail=False, rules=[], apply=False)
+
+    def compiled_call(*args):
+        if used.apply:  # what heuristics.apply_rules logs when a rule reaches a kernel
+            used.rules.append("inner_looped sum rnumel 4096..4096 (XBLOCK=1) -> x=1000 r=3000")
+        return _FakeCall(fail=used.heuristics_fail)
 
     def peer_functions(kernel):
         used.peers += 1
@@ -245,7 +250,8 @@ def worker(monkeypatch):
     monkeypatch.setattr(evaluate, "_autotuner_ids", lambda: set())
     monkeypatch.setattr(evaluate, "inductor_choices_made", lambda before: json.dumps(used.choices.pop(0)))
     monkeypatch.setattr(evaluate, "compile_plan", lambda state, config: (_FakeCall(), types.SimpleNamespace(slots=[])))
-    monkeypatch.setattr(evaluate, "CompiledCall", lambda *args: _FakeCall(fail=used.heuristics_fail))
+    monkeypatch.setattr(evaluate, "CompiledCall", compiled_call)
+    monkeypatch.setattr(heuristics, "applied_rules", lambda: list(used.rules))
     monkeypatch.setattr(evaluate, "reference_error", lambda *args: 0.0)
     monkeypatch.setattr(evaluate, "time_call", lambda run, timing: (0.0, 1.0, 0.0))
     monkeypatch.setattr(heuristics, "load", lambda path: None)
@@ -257,6 +263,7 @@ def worker(monkeypatch):
 
     def measure(choices, **payload):
         used.choices[:] = choices  # the default's, then the heuristics compile's
+        used.apply = choices[1] != choices[0]  # a rule applied exactly where the configs differ here
         return validate.measure_variants(state, {"heuristics": "h.yaml", "rounds": 5, **payload},
                                          types.SimpleNamespace(cuda_graph=False), contextlib.nullcontext())
 
@@ -277,6 +284,11 @@ def test_a_touched_problem_is_timed_interleaved_in_every_round(worker):
     result = worker.measure([DEFAULT_CHOICE, RULE_CHOICE], skip_untouched=True, peers=False)
     assert result["untouched"] is False and worker.peers == 0
     assert {k: len(v) for k, v in result["times"].items()} == {validate.DEFAULT: 5, validate.HEURISTICS: 5}
+    # Untouched is decided by whether a rule applied, not by the final configs: Inductor's own autotuning
+    # can pick differently in two compiles of the same program.
+    worker.rules.clear()
+    used_apply = worker.measure([DEFAULT_CHOICE, RULE_CHOICE], skip_untouched=True, peers=False)
+    assert used_apply["rules_applied"] and not used_apply["untouched"]
     # Without the gate's flags nothing changes: same configs are still timed twice, peers asked.
     result = worker.measure([DEFAULT_CHOICE, DEFAULT_CHOICE])
     assert result["untouched"] is False and worker.peers == 1
