@@ -188,6 +188,7 @@ def measure_model(spec: ModelSpec, heur, rounds: int = 5, steps: int = STEPS_PER
     from . import evaluate, heuristics, model_blocks
 
     install = install or heuristics.install
+    applied_rules = heuristics.applied_rules
     inductor = backend == "inductor"
     out: dict[str, Any] = {"model": spec.name, "spec": dataclasses.asdict(spec), "tokens": spec.tokens,
                            "dtype": dtype, "failure": None, "torch": torch.__version__}
@@ -209,6 +210,7 @@ def measure_model(spec: ModelSpec, heur, rounds: int = 5, steps: int = STEPS_PER
     for variant, run in runs.items():
         on_stage(_COMPILE_STAGE[variant])
         before = evaluate._autotuner_ids() if inductor else set()
+        mark = len(applied_rules())
         try:
             with install(heur) if variant == RULES else contextlib.nullcontext() as handle:
                 if handle is not None and not handle.active:
@@ -219,6 +221,10 @@ def measure_model(spec: ModelSpec, heur, rounds: int = 5, steps: int = STEPS_PER
         except Exception as exc:
             return _failed(out, _COMPILE_STAGE[variant], exc)
         choices_made[variant] = json.loads(evaluate.inductor_choices_made(before)) if inductor else []
+        if variant == RULES:
+            # What the rules did, as heuristics.apply_rules logged it (final configs can also differ
+            # where Inductor's own autotuning picks differently in two compiles).
+            out["rules_applied"] = applied_rules()[mark:]
     out["choices"] = choices_made
     out["kernels_changed"] = kernels_changed(choices_made[DEFAULT], choices_made[RULES])
 
