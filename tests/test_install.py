@@ -89,9 +89,13 @@ def test_install_forces_the_rule_config_and_uninstall_restores_inductor(device):
     before = _hooks()
     fn = kernels.get_kernel("rmsnorm_fwd").build(torch.float32)
     heur = _h200()
-    rule = heur.lookup("inner_looped", 2, 2048, 8192, "sum")  # the committed file's rule for this kernel
+    # The committed file's rule for this kernel: its envelope is the same on the CPU harness (torch 2.13)
+    # as the GPU probe recorded (torch 2.11), so the rule reaches the kernel here too.
+    envelope = kernels.get_kernel("rmsnorm_fwd").envelope
+    rule = heur.lookup("inner_looped", 2, 2048, 8192, "sum", envelope)
     assert rule.config is not None and rule.config.persistent
-    assert heur.lookup("inner_looped", 2, 8192, 8192, "sum").config is None  # a keep-default rule
+    assert heur.lookup("inner_looped", 2, 2048, 8192, "sum") is None  # an unknown envelope: no rule
+    assert heur.lookup("inner_looped", 2, 8192, 8192, "sum", envelope).config is None  # a keep-default rule
     with inductor_tune.install(H200_FILE) as handle:
         assert handle.active and _hooks() != before
         (src,) = cpu_codegen.generate_sources(fn, RMS_2048)
