@@ -399,10 +399,15 @@ def validation_runs(store_or_url) -> list[ValidationRun]:
     return sorted(runs, key=lambda r: (r.last, r.heuristics_path))
 
 
+MODEL_PREFIX = "model:"
+
+
 def _latest_records(store_or_url, heuristics_path: str | None, digest: str | None) -> list:
     """Per (path, digest, kernel, M, N, dtype), the latest record (re-measured shapes replace older ones)."""
     latest = {}
     for rec in _as_store(store_or_url).validations():  # ordered by id: later records win
+        if rec.kernel.startswith(MODEL_PREFIX):  # whole-model steps (validate --models) have no kernel variants
+            continue
         if (heuristics_path is not None and rec.heuristics_path != heuristics_path) or (
                 digest is not None and rec.heuristics_digest != digest):
             continue

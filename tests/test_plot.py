@@ -5,6 +5,7 @@ import json
 import math
 import shutil
 import sqlite3
+import statistics
 
 import matplotlib
 
@@ -275,8 +276,10 @@ def test_validation_runs_group_by_file_and_digest(validation):
         assert (r.records, r.shapes) == (len(shapes), len(set(shapes)))
         assert r.first <= r.last
     assert [r.last for r in runs] == sorted(r.last for r in runs)
-    twice = [r for r in runs if r.records > r.shapes]  # a run that re-measured its shapes
-    assert twice and all(r.heuristics_path == "heuristics/h200-holdout.yaml" for r in twice)
+    # Runs that re-measured their shapes: a hold-out file's (two runs) and the random gate's (the same draw
+    # scored twice, before and after "touched" meant "a rule applied").
+    twice = {r.heuristics_path for r in runs if r.records > r.shapes}
+    assert twice == {"heuristics/h200-holdout.yaml", "heuristics/h200.yaml"}, twice
 
 
 def test_validation_points_take_the_latest_record_per_shape(validation):
@@ -285,20 +288,23 @@ def test_validation_points_take_the_latest_record_per_shape(validation):
     records = _records(validation)
     latest = {}
     for rid, path, digest, kernel, m, n, dtype, created, text in records:
+        if kernel.startswith("model:"):  # whole-model steps: no kernel variants to plot
+            continue
         latest[(path, digest, kernel, m, n, dtype)] = (created, json.loads(text))  # ids grow with time
     points = plot.validation_points(validation)
     assert len(points) == sum(len(r["summary"]["variants"]) for _, r in latest.values())
     by_key = {(p.heuristics_path, p.digest, p.kernel, p.rows, p.cols, p.dtype, p.variant): p for p in points}
     for key, (created, result) in latest.items():
-        base = sorted(result["times"][DEFAULT])
+        base = statistics.median(result["times"][DEFAULT])
         for v in result["summary"]["variants"]:
             p = by_key[key + (v["name"],)]
             assert str(p.created)[:19] == str(created)[:19]
-            # GB/s, % of ceiling and the ratio follow from the stored rounds and bytes
-            median = sorted(result["times"][v["name"]])[len(base) // 2]
+            # GB/s, % of ceiling and the ratio follow from the stored rounds and bytes (a problem no rule
+            # reached was timed as the default alone, its heuristics variant is the default's)
+            median = statistics.median(result["times"].get(v["name"], result["times"][DEFAULT]))
             assert p.median_ms == pytest.approx(median)
             assert p.gbps == pytest.approx(result["bytes"] / (median * 1e-3) / 1e9)
-            assert p.ratio_to_default == pytest.approx(base[len(base) // 2] / median)
+            assert p.ratio_to_default == pytest.approx(base / median)
             assert p.ratio_low <= p.ratio_to_default <= p.ratio_high
             assert p.pct_of_ceiling == pytest.approx(100 * p.gbps / p.ceiling_gbps)
             assert 4000 < p.ceiling_gbps < 4300  # the H200 copy ceiling each run measured
