@@ -16,6 +16,7 @@ peer libraries, and a problem that fails is stored as such instead of stopping t
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import math
@@ -293,6 +294,14 @@ def best_configs(db_urls: Sequence[str], fp_key: str) -> dict[tuple[str, str, st
     return found
 
 
+def gate_record(gate: dict[str, Any], whole: bool) -> dict[str, Any]:
+    """What a gate run's record keeps of the draw: the first record the whole draw, every other one its
+    arguments and the draw's digest (the problem list, 300 entries, would otherwise fill the database)."""
+    digest = hashlib.sha256(json.dumps(gate, sort_keys=True).encode()).hexdigest()[:16]
+    kept = gate if whole else {k: v for k, v in gate.items() if k != "problems"}
+    return {**kept, "draw_sha256": digest}
+
+
 def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequence[str], rounds: int, timing,
                    progress=None, gate: dict[str, Any] | None = None) -> list[ValidationRow | ProblemFailure]:
     """Measure every problem (one task, so one worker process, each) and store a record per problem.
@@ -331,9 +340,9 @@ def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequenc
                 progress.update(1)
     timing_json = json.dumps({**dataclasses.asdict(timing), "method": "triton.testing.do_bench", "rounds": rounds,
                               "interleaved": True})
-    extra = {} if gate is None else {"gate": gate}
     rows: list[ValidationRow | ProblemFailure] = []
-    for task in tasks:
+    for index, task in enumerate(tasks):
+        extra = {} if gate is None else {"gate": gate_record(gate, whole=index == 0)}
         problem, result = task.problem, results[task.task_id]
         record = dict(gpu_id=gpu_id, heuristics_path=heuristics_path, heuristics_digest=heur.digest(),
                       kernel=problem.kernel, rows=problem.shape.rows, cols=problem.shape.cols, dtype=problem.dtype,
