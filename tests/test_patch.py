@@ -5,6 +5,7 @@ the kernels whose signature (fused reductions, forward or backward graph) the ru
 import ast
 import dataclasses
 import importlib.util
+import logging
 import os
 import re
 import shutil
@@ -277,6 +278,52 @@ def test_patched_persistent_threshold_follows_the_rules_on_their_gpu_only(patche
                 assert patched.choices.InductorChoices.should_use_persistent_reduction(other, False) == default
             checked += 1
     assert checked >= 3
+
+
+def _autotuner(th, results, fallback, compiled):
+    """A CachingAutotuner as far as its compile and launcher steps use it: ``results`` are compile results
+    whose launcher either loads or raises; ``compiled`` records the configs compiled afresh."""
+    fake = types.SimpleNamespace(
+        launchers=[], compile_results=list(results), configs=None, fn=types.SimpleNamespace(__name__="triton_k_0"),
+        triton_meta={"device": 0}, inductor_meta={} if fallback is None else {"distilled_fallback": fallback},
+        get_device_interface=lambda: types.SimpleNamespace(exchange_device=lambda i: 0, maybe_exchange_device=lambda i: 0),
+    )
+    fake._make_launcher = lambda result: result()  # (launcher, None) or (None, exception)
+
+    def precompile_config(config):
+        compiled.append(config)
+        return lambda: (f"launcher of {config.kwargs}", None)
+
+    fake._precompile_config = precompile_config
+    for name in ("_make_launchers", "_precompile_worker"):
+        setattr(fake, name, types.MethodType(getattr(th.CachingAutotuner, name), fake))
+    return fake
+
+
+def test_patched_autotuner_falls_back_to_inductors_configs_when_the_rules_does_not_load(patched, caplog):
+    """A rule's config that compiles but cannot be loaded (out of shared memory at launch) is replaced by the
+    Inductor configs the config hook kept; without kept configs, Inductor's own error stands."""
+    from torch._inductor.runtime.triton_compat import OutOfResources
+
+    def out_of_memory():
+        return None, OutOfResources(278624, 232448, "shared memory")
+
+    out_of_memory.config = types.SimpleNamespace(num_stages=1, kwargs={"XBLOCK": 2, "NUM_STAGES": 1})
+
+    kept = {"rule": "mix_order sum@backward rnumel 4096..8192 (...)",
+            "configs": [{"kwargs": {"XBLOCK": 1, "RSPLIT_SIZE": 16, "NUM_STAGES": 1}, "num_warps": 8, "num_stages": 1}]}
+    compiled = []
+    fake = _autotuner(patched.th, [out_of_memory], kept, compiled)
+    with caplog.at_level(logging.WARNING):
+        fake._make_launchers()
+    assert fake.launchers == ["launcher of {'XBLOCK': 1, 'RSPLIT_SIZE': 16, 'NUM_STAGES': 1}"]
+    assert [c.num_warps for c in compiled] == [8] and "distilled_fallback" not in fake.inductor_meta
+    assert "does not fit kernel triton_k_0" in caplog.text and "mix_order sum@backward" in caplog.text
+    # No kept configs (a kernel no rule chose): Inductor's own handling, unchanged.
+    plain = _autotuner(patched.th, [out_of_memory], None, [])
+    with pytest.raises(RuntimeError, match="No valid triton configs. OutOfResources"):
+        plain._make_launchers()
+    assert plain.launchers == []
 
 
 def test_patched_split_size_hook_sits_in_inductors_split_choice(patched, heur):
