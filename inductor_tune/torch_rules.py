@@ -13,11 +13,11 @@ for softmax or ``sum`` for RMSNorm, marked ``@backward`` in a backward graph), t
 size among the kernel's tensors, next_pow2 of the reduction and row counts (the ``size_hints``
 Inductor's config functions receive), and the kernel's *envelope*: how many whole-row tensors and
 other tensors it reads and writes and how many bytes it moves per row element.  A rule matches only
-the envelopes its evidence was measured on: on an H200 and an H100 a rule fitted on RMSNorm's fused
-backward (x, dy, rstd, w in; dx and partial dw out) ran out of shared memory on a Llama decoder's
-fused backward, which also loads the residual stream and the fp32 upcast.  The signature matters because the same size wants different
-launches: at N = 8192 on an H200 a persistent kernel beat Inductor's looped one 2.1x for softmax and
-lost 0.77x for LayerNorm, and RMSNorm's backward row kernel (which also reads the gradient and the
+the envelopes its evidence was measured on: users saw a rule fitted on RMSNorm's fused backward (x,
+dy, rstd, w in; dx and partial dw out) run out of shared memory on a Llama decoder's fused backward,
+which loads more (the residual stream's gradient, casts).  The signature matters because the same
+size wants different launches: at N = 8192 on an H200 a persistent kernel beat Inductor's looped one
+2.1x for softmax and lost 0.77x for LayerNorm, and RMSNorm's backward row kernel (which also reads the gradient and the
 saved statistics) lost 27 % with the config its forward wins with.  Rules only exist for the GPU
 they were measured on (compute capability and SM count); everywhere else, and for every kernel no
 rule covers, Inductor keeps its own heuristics.
