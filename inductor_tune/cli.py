@@ -33,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="inductor-tune",
         description="Tune the launch configs of the reduction kernels TorchInductor generates for norm layers.",
     )
-    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="more logging: -v progress details (INFO), -vv debug and Optuna's own")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("gpus", help="fingerprint of each visible GPU (name, SMs, capability, memory, versions)")
@@ -687,8 +688,16 @@ def cmd_patch(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    level = logging.WARNING - 10 * min(args.verbose + 1, 2)
+    # Quiet by default (a progress bar, the result, warnings); -v: INFO; -vv: DEBUG and Optuna's own chatter.
+    level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    import warnings
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose >= 2 else optuna.logging.WARNING)
+    if args.verbose < 2:
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     from .choices import UnsupportedTorch
     from .experiment import ExperimentError
     from .heuristics import HeuristicsError
