@@ -11,9 +11,12 @@ import time
 
 log = logging.getLogger("inductor_tune")
 
+# The replay suggested here writes into a database of its own: replayed into the recording itself,
+# its studies would upgrade and mix with the committed measurements (cmd_tune refuses that too).
 NO_GPU = (
     "no CUDA GPU is visible here: `{cmd}` measures on a GPU. Without one you can read recorded studies "
-    "with `inductor-tune show db/quack.sqlite`, replay them with `--replay db/quack.sqlite`, or run the "
+    "with `inductor-tune show db/quack.sqlite`, replay them into a separate database with `inductor-tune tune "
+    "experiments/quack.yaml --replay db/quack.sqlite --storage /tmp/quack-replay.sqlite`, or run the "
     "tests with `bash .ci/run`."
 )
 
@@ -28,8 +31,16 @@ class CliError(Exception):
     """An error reported as one line, exit status 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's errors as the one line every other bad input gets (it prints its usage and exits)."""
+
+    def error(self, message: str):
+        command = self.prog.removeprefix("inductor-tune").strip()
+        raise CliError(f"{command + ': ' if command else ''}{message} (see `{self.prog} --help`)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="inductor-tune",
         description="Tune the launch configs of the reduction kernels TorchInductor generates for norm layers.",
     )
@@ -206,6 +217,31 @@ def _gpu_list(text: str) -> list[int]:
     return gpus
 
 
+def _gpu_index(gpu: int) -> int:
+    if gpu < 0:
+        raise CliError(f"--gpu {gpu}: a device index is 0 or more")
+    return gpu
+
+
+def _check_replay(replay: str, storage_url: str, problems=()) -> None:
+    """Refuse a replay that would write into its own recording, or that cannot answer: one line each,
+    here in the parent (a worker failing on it would only say that it exited during start-up)."""
+    from .replay import NotRecorded, ReplayBackend
+    from .store import check_url, same_database
+
+    source = _storage_url(replay)
+    check_url(source, create=False)
+    if same_database(source, storage_url):
+        raise CliError(f"--replay {replay} is also the storage: a replay never writes into the recording it reads; "
+                       "pass a separate --storage, e.g. --storage /tmp/replay.sqlite")
+    try:
+        backend = ReplayBackend(source)
+        for problem in problems:
+            backend.recorded_configs(problem)
+    except NotRecorded as exc:
+        raise CliError(f"--replay: {exc}") from None
+
+
 def cmd_tune_gpus(args, gpus: list[int]) -> int:
     """One `tune --gpu i` process per GPU; study leases make them share the study set."""
     import subprocess
@@ -237,39 +273,47 @@ def cmd_tune(args) -> int:
     from . import experiment as experiment_mod
 
     sweep = args.command == "sweep"
+    sampler = "grid" if sweep else args.sampler
+    if args.replay and sampler is None:
+        # A replay answers only configs the recording has: a sampler left to roam asks mostly for
+        # others (TPE: 15-18 of 20 trials failed as NotRecorded on db/quack.sqlite), so unless one is
+        # asked for, the study walks the recorded configs (search.Tuner._grid_configs).
+        sampler = "grid"
     exp = experiment_mod.with_overrides(
         experiment_mod.load(args.experiment), kernels=args.kernels, shapes=args.shapes, dtypes=args.dtypes,
         trials=getattr(args, "trials", None), timeout_s=args.timeout_s, trial_timeout_s=args.trial_timeout_s,
-        sampler="grid" if sweep else args.sampler, storage=args.storage and _storage_url(args.storage),
+        sampler=sampler, storage=args.storage and _storage_url(args.storage),
         seed=getattr(args, "seed", None), workers=args.workers, warm_start=getattr(args, "warm_start", None),
     )
     if sweep:  # every legal config: no trial budget
         exp = dataclasses.replace(exp, sweep=True, trials=SWEEP_TRIALS)
-    import torch
-
+    gpus = _gpu_list(args.gpus) if args.gpus else [_gpu_index(args.gpu)]
     from .choices import check_torch_supported
     from .store import check_url
 
+    if args.replay:  # before the storage is touched (created, or its folder made)
+        _check_replay(args.replay, exp.storage_url, exp.problems())
     if exp.storage_url.startswith("sqlite:///db/"):
         os.makedirs("db", exist_ok=True)
     check_url(exp.storage_url, create=True)
     check_torch_supported()
+    import torch
+
     from .workers import BackendSpec
 
     if args.replay:
         backend = BackendSpec("replay", _storage_url(args.replay))
-        check_url(backend.source, create=False)
         if args.gpus:
-            return cmd_tune_gpus(args, _gpu_list(args.gpus))
+            return cmd_tune_gpus(args, gpus)
     else:
         backend = BackendSpec()
         if not torch.cuda.is_available():
             raise CliError(NO_GPU.format(cmd=args.command))
-        for gpu in _gpu_list(args.gpus) if args.gpus else [args.gpu]:
+        for gpu in gpus:
             if not 0 <= gpu < torch.cuda.device_count():
                 raise CliError(f"GPU {gpu} does not exist: {torch.cuda.device_count()} GPU(s) visible")
         if args.gpus:
-            return cmd_tune_gpus(args, _gpu_list(args.gpus))
+            return cmd_tune_gpus(args, gpus)
     from tqdm import tqdm
 
     from .search import Tuner
@@ -384,13 +428,17 @@ def cmd_validate(args) -> int:
         dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
         if len(dtypes) != 1:
             raise CliError("--random draws problems of one dtype: give one with --dtypes")
-    dbs = args.db.split(",") if args.db else list(heur.provenance.get("databases", []))
+    dbs = [d for d in args.db.split(",") if d.strip()] if args.db else list(heur.provenance.get("databases", []))
     db_urls = [_storage_url(d) for d in dbs]
     for url in db_urls:
         check_url(url, create=False)
+    _gpu_index(args.gpu)
+    if args.workers is not None and args.workers < 1:
+        raise CliError("--workers must be at least 1")
     draw = _gate_draw(count, seed, kernels, dtypes[0], args.max_gib, dbs, db_urls) \
         if args.random is not None else None
     storage = _storage_url(args.storage)
+    _refuse_storage_among(storage, dbs)
     check_url(storage, create=True)
     import torch
 
@@ -429,6 +477,16 @@ def cmd_validate(args) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _refuse_storage_among(storage: str, dbs: list[str]) -> None:
+    """Records never go into a database the command reads its studies from (it would be upgraded in place)."""
+    from .store import same_database
+
+    for db in dbs:
+        if same_database(storage, _storage_url(db)):
+            raise CliError(f"--storage {storage} is also read as a database of studies ({db}); records go into "
+                           "a database of their own, e.g. the default db/validation.sqlite")
 
 
 def _int_option(flag: str, text: str, minimum: int) -> int:
@@ -483,6 +541,7 @@ def cmd_validate_models(args) -> int:
     except models.ModelsError as exc:
         raise CliError(str(exc)) from None
     storage = _storage_url(args.storage)
+    _gpu_index(args.gpu)
     check_url(storage, create=True)
     import torch
 
@@ -521,6 +580,8 @@ def cmd_bench_search(args) -> int:
         raise CliError(f"unknown strategy {', '.join(unknown) or '(none)'}; choose from {', '.join(benchsearch.STRATEGIES)}")
     if args.seeds < 1 or args.budget < 1:
         raise CliError("--seeds and --budget must be positive")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise CliError(f"--out {args.out} exists and is not a folder")
     sweeps, notes = benchsearch.load_sweeps(_storage_url(args.db))
     if not sweeps:
         raise CliError(f"{args.db} has no complete sweep (record one with `inductor-tune sweep`)")
@@ -551,6 +612,19 @@ def cmd_demo(args) -> int:
 
     if args.trials < 2:
         raise CliError("--trials must be at least 2")
+    if args.out is not None:
+        if os.path.exists(args.out) and not os.path.isdir(args.out):
+            raise CliError(f"--out {args.out} exists and is not a folder")
+        taken = demo.existing_outputs(args.out)
+        if taken:
+            raise CliError(f"--out {args.out} already holds {', '.join(taken)}; the demo never overwrites files: "
+                           "name a new or empty folder")
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as exc:
+            raise CliError(f"cannot create --out {args.out}: {exc.strerror or exc}") from None
+        if not os.access(args.out, os.W_OK | os.X_OK):
+            raise CliError(f"--out {args.out} is not writable")
     written = demo.run(args.out, args.trials)
     print("demo finished; everything was replayed from db/sweeps.sqlite (measured on an H200), nothing measured here:")
     for what, path in written.items():
@@ -578,6 +652,11 @@ def cmd_crossmeasure(args) -> int:
     for url in urls:
         check_url(url, create=False)
     storage = _storage_url(args.storage)
+    _gpu_index(args.gpu)
+    if args.workers is not None and args.workers < 1:
+        raise CliError("--workers must be at least 1")
+    if args.replay:  # before the storage is created
+        _check_replay(args.replay, storage)
     check_url(storage, create=True)
     hold_out = experiment_mod.parse_shapes(args.hold_out) if args.hold_out else ()
 
@@ -604,7 +683,6 @@ def cmd_crossmeasure(args) -> int:
     check_torch_supported()
     if args.replay:
         backend = BackendSpec("replay", _storage_url(args.replay))
-        check_url(backend.source, create=False)
     else:
         import torch
 
@@ -638,6 +716,8 @@ def cmd_distill(args) -> int:
     for db in args.db:
         if "://" not in db and not os.path.exists(db):
             raise CliError(f"no database at {db}")
+    if args.out and os.path.isdir(args.out):
+        raise CliError(f"--out {args.out} is a directory; name the heuristic file to write")
     from . import experiment as experiment_mod
 
     hold_out = experiment_mod.parse_shapes(args.hold_out) if args.hold_out else ()
@@ -646,7 +726,11 @@ def cmd_distill(args) -> int:
         heur = distill([_storage_url(db) for db in args.db], args.gpu, params, names=args.db, hold_out=hold_out)
     except DistillError as exc:
         raise CliError(str(exc)) from None
-    out = args.out or os.path.join("heuristics", f"{heur.gpu.name.split()[-1].lower()}.yaml")
+    import re
+
+    # The default file is named after the GPU (from the database): a slug, never a path of its own.
+    slug = re.sub(r"[^a-z0-9]+", "-", heur.gpu.name.split()[-1].lower()).strip("-") or "gpu"
+    out = args.out or os.path.join("heuristics", f"{slug}.yaml")
     try:
         dump(heur, out)
     except OSError as exc:
@@ -674,6 +758,8 @@ def cmd_patch(args) -> int:
     from .patch import default_out, generate, installed_torch_root
 
     heur = load(args.heuristics)
+    if args.out and os.path.isdir(args.out):
+        raise CliError(f"--out {args.out} is a directory; name the patch file to write")
     text, version = generate(heur, args.torch_root)
     out = args.out or default_out(heur, version)
     try:
@@ -687,36 +773,50 @@ def cmd_patch(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    # Quiet by default (a progress bar, the result, warnings); -v: INFO; -vv: DEBUG and Optuna's own chatter.
-    level = logging.WARNING - 10 * min(args.verbose, 2)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    import warnings
-
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.INFO if args.verbose >= 2 else optuna.logging.WARNING)
-    if args.verbose < 2:
-        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     from .choices import UnsupportedTorch
     from .experiment import ExperimentError
     from .heuristics import HeuristicsError
     from .patch import PatchError
     from .store import StoreError
+    from .workers import WorkerStartError
 
-    args.argv = list(sys.argv[1:] if argv is None else argv)
     handlers = {
         "gpus": cmd_gpus, "tune": cmd_tune, "sweep": cmd_tune, "show": cmd_show, "report": cmd_report,
         "distill": cmd_distill, "crossmeasure": cmd_crossmeasure, "patch": cmd_patch, "validate": cmd_validate, "bench-search": cmd_bench_search, "demo": cmd_demo,
     }
     try:
+        args = _parser().parse_args(argv)
+        _configure_logging(args.verbose)
+        args.argv = list(sys.argv[1:] if argv is None else argv)
         return handlers[args.command](args)
-    except (CliError, ExperimentError, StoreError, UnsupportedTorch, HeuristicsError, PatchError) as exc:
-        print(f"inductor-tune: error: {exc}", file=sys.stderr)
-        return 2
+    except (CliError, ExperimentError, StoreError, UnsupportedTorch, HeuristicsError, PatchError,
+            WorkerStartError) as exc:
+        return _error(str(exc))
+    except OSError as exc:  # a path given on the command line or in a file that cannot be used
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _error(f"{where}{exc.strerror or exc}")
     except KeyboardInterrupt:
         print("inductor-tune: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
+
+
+def _configure_logging(verbose: int) -> None:
+    # Quiet by default (a progress bar, the result, warnings); -v: INFO; -vv: DEBUG and Optuna's own chatter.
+    import warnings
+
+    import optuna
+
+    logging.basicConfig(level=logging.WARNING - 10 * min(verbose, 2),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    optuna.logging.set_verbosity(optuna.logging.INFO if verbose >= 2 else optuna.logging.WARNING)
+    if verbose < 2:
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+def _error(message: str) -> int:
+    # One line whatever the message holds (a path or a database's text may carry line breaks).
+    print(f"inductor-tune: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

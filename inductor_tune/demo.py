@@ -35,6 +35,14 @@ def _root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+OUTPUTS = ("demo.yaml", "demo.sqlite", "heuristics.yaml", "report", "demo.patch")
+
+
+def existing_outputs(out: str) -> list[str]:
+    """What the demo would write in ``out`` that is there already (it refuses to overwrite any of it)."""
+    return [name for name in OUTPUTS if os.path.lexists(os.path.join(out, name))]
+
+
 def run(out: str | None = None, trials: int = 12, sweeps: str | None = None) -> dict[str, str]:
     """Run tune and crossmeasure (replayed) -> distill -> report -> patch into ``out``; returns what was
     written where."""
@@ -50,7 +58,8 @@ def run(out: str | None = None, trials: int = 12, sweeps: str | None = None) -> 
     written = {"experiment": exp, "database": db, "heuristics": os.path.join(out, "heuristics.yaml"),
                "report": os.path.join(out, "report", "index.html"), "patch": os.path.join(out, "demo.patch")}
     steps = [
-        ("tune", ["tune", exp, "--replay", sweeps, "--no-progress"]),
+        # TPE, as a GPU study: on the sweeps' own sub-grid every config it draws is recorded.
+        ("tune", ["tune", exp, "--replay", sweeps, "--sampler", "tpe", "--no-progress"]),
         ("crossmeasure", ["crossmeasure", db, "--replay", sweeps, "--storage", db, "--workers", "2", "--no-progress"]),
         ("distill", ["distill", db, "--gpu", "H200", "--allow-replayed", "--out", written["heuristics"]]),
         ("report", ["report", db, "--out", os.path.join(out, "report")]),

@@ -25,7 +25,7 @@ import math
 import statistics
 from typing import Iterable, Mapping, Sequence
 
-from .heuristics import ELEMENT_SIZES, GpuSpec, slot_hints
+from .heuristics import ELEMENT_SIZES, GpuSpec, gpu_problem, slot_hints
 from .kernels import CATALOG
 from .records import Outcome
 from .space import DEFAULT_FLAGS, SearchSpace, SlotConfig, TrialConfig, slot_key
@@ -114,7 +114,13 @@ def select_gpu(stores: Sequence[Store], query: str) -> GpuSpec:
             f"{query!r} matches {len(matches)} GPU fingerprints ({', '.join(g.fingerprint for g in matches)}); pass one"
         )
     g = (exact or matches)[0]
-    return GpuSpec(g.name, g.fingerprint, g.compute_capability, g.sm_count, g.torch, g.triton)
+    spec = GpuSpec(g.name, g.fingerprint, g.compute_capability, g.sm_count, g.torch, g.triton)
+    # A heuristic file carries these into generated code (`inductor-tune patch`); one that its own
+    # loader would refuse is never written.
+    problem = gpu_problem(spec)
+    if problem:
+        raise DistillError(f"the GPU record {g.fingerprint!r} cannot go into a heuristic file: {problem}")
+    return spec
 
 
 def _median(values: Iterable[float | None]) -> float | None:

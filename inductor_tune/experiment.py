@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import Any, Sequence
 
 import yaml
@@ -144,6 +145,19 @@ def parse_grid(value: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     return tuple(sorted(out))
 
 
+# The name becomes the default storage file db/<name>.sqlite and is stored with every study: a plain
+# slug, so that no experiment can place its database outside db/ ('../x') or anywhere absolute.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_name(name: Any, from_file: bool = False) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        hint = " (taken from the file name; set `name:` in the file)" if from_file else ""
+        raise ExperimentError(f"experiment name {name!r}{hint} must be letters, digits, '.', '_' or '-' "
+                              "(at most 100, no '..'), e.g. quack")
+    return name
+
+
 def from_mapping(data: Any, name: str) -> Experiment:
     if not isinstance(data, dict):
         raise ExperimentError("experiment file must be a YAML mapping of keys to values")
@@ -165,8 +179,11 @@ def from_mapping(data: Any, name: str) -> Experiment:
     if sampler not in SAMPLERS:
         raise ExperimentError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
     seed = _non_negative(data.get("seed", 0), "seed")
+    storage = data.get("storage")
+    if storage is not None and not isinstance(storage, str):
+        raise ExperimentError(f"'storage' must be a database URL or file, got {storage!r}")
     return Experiment(
-        name=str(data.get("name") or name),
+        name=check_name(data["name"]) if data.get("name") is not None else check_name(name, from_file=True),
         kernels=parse_kernels(data["kernels"]),
         shapes=parse_shapes(data["shapes"]),
         dtypes=parse_dtypes(data["dtypes"]),
@@ -174,7 +191,7 @@ def from_mapping(data: Any, name: str) -> Experiment:
         timeout_s=_positive(data.get("timeout"), "timeout", float, allow_none=True),
         sampler=sampler,
         seed=seed,
-        storage=data.get("storage"),
+        storage=storage,
         workers=_positive(data.get("workers"), "workers", allow_none=True),
         trial_timeout_s=_positive(data.get("trial_timeout", 120), "trial_timeout", float),
         finalists=_positive(data.get("finalists", 3), "finalists"),
@@ -189,16 +206,30 @@ def from_mapping(data: Any, name: str) -> Experiment:
 
 
 def load(path: str) -> Experiment:
+    if os.path.isdir(path):
+        raise ExperimentError(f"experiment file {path} is a directory; name a YAML file, e.g. experiments/quack.yaml")
     if not os.path.isfile(path):
         raise ExperimentError(f"experiment file {path} does not exist")
+    data = read_yaml(path, ExperimentError)
+    return from_mapping(data, os.path.splitext(os.path.basename(path))[0])
+
+
+def read_yaml(path: str, error: type[Exception]) -> Any:
+    """``yaml.safe_load`` of a file, every way it can fail turned into one line of ``error``."""
     try:
-        with open(path) as fh:
-            data = yaml.safe_load(fh)
+        with open(path, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path} is not a YAML text file (not UTF-8 at byte {exc.start})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise ExperimentError(f"{path} is not valid YAML{where}") from None
-    return from_mapping(data, os.path.splitext(os.path.basename(path))[0])
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise error(f"{path} is not valid YAML{where}: {' '.join(str(problem).split())}") from None
+    except RecursionError:  # thousands of nested brackets
+        raise error(f"{path} is nested too deeply to be an inductor-tune YAML file") from None
 
 
 def with_overrides(exp: Experiment, **overrides: Any) -> Experiment:
@@ -214,7 +245,7 @@ def with_overrides(exp: Experiment, **overrides: Any) -> Experiment:
             raise ExperimentError(f"unknown sampler {value!r}; choose one of {', '.join(SAMPLERS)}")
         elif key in ("trials", "workers", "finalists", "rounds", "heartbeat_s", "stale_after_s"):
             value = _positive(value, key)
-        elif key == "warm_start":
+        elif key in ("warm_start", "seed"):
             value = _non_negative(value, key)
         elif key in ("timeout_s", "trial_timeout_s"):
             value = _positive(value, key.replace("_s", ""), float)

@@ -267,7 +267,9 @@ def study_history(url: str, study_name: str) -> StudyHistory:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.load_study(study_name=study_name, storage=url)
+    # A report reads: Optuna must not create its tables (or stamp its version) in the database.
+    storage = optuna.storages.RDBStorage(url, skip_table_creation=True)
+    study = optuna.load_study(study_name=study_name, storage=storage)
     points, best = [], None
     for t in study.trials:
         gbps = t.user_attrs.get("gbps") if t.state == optuna.trial.TrialState.COMPLETE else None

@@ -326,15 +326,27 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         raise HeuristicsError(f"{source}: format is {doc.get('format')!r}, expected {FORMAT!r}")
     g = _need(doc, "gpu", source, dict)
     gpu = GpuSpec(
-        name=_need(g, "name", f"{source}: gpu", str), fingerprint=_need(g, "fingerprint", f"{source}: gpu", str),
+        name=_plain_text(_need(g, "name", f"{source}: gpu", str), f"{source}: gpu: name"),
+        fingerprint=_plain_text(_need(g, "fingerprint", f"{source}: gpu", str), f"{source}: gpu: fingerprint"),
         compute_capability=str(_need(g, "compute_capability", f"{source}: gpu", (str, float))),
-        sm_count=_need(g, "sm_count", f"{source}: gpu", int), torch=str(_need(g, "torch", f"{source}: gpu", str)),
-        triton=str(_need(g, "triton", f"{source}: gpu", str)),
+        sm_count=_need(g, "sm_count", f"{source}: gpu", int),
+        torch=_plain_text(_need(g, "torch", f"{source}: gpu", str), f"{source}: gpu: torch"),
+        triton=_plain_text(_need(g, "triton", f"{source}: gpu", str), f"{source}: gpu: triton"),
     )
-    try:
-        gpu.cc
-    except ValueError:
-        raise HeuristicsError(f"{source}: gpu: compute_capability {gpu.compute_capability!r} is not like '9.0'") from None
+    problem = gpu_problem(gpu)
+    if problem:
+        raise HeuristicsError(f"{source}: gpu: {problem}")
+    provenance, holdout = doc.get("provenance") or {}, doc.get("holdout") or {}
+    if not isinstance(provenance, dict) or not isinstance(holdout, dict):
+        raise HeuristicsError(f"{source}: `provenance` and `holdout` must be mappings")
+    databases = provenance.get("databases", [])
+    if not isinstance(databases, list) or not all(isinstance(d, str) for d in databases):
+        raise HeuristicsError(f"{source}: provenance: `databases` must be a list of database paths or URLs")
+    for d in databases:
+        _plain_text(d, f"{source}: provenance: databases")
+    not_covered = doc.get("not_covered") or []
+    if not isinstance(not_covered, list):
+        raise HeuristicsError(f"{source}: `not_covered` must be a list")
     rules = []
     for i, r in enumerate(_need(doc, "rules", source, list)):
         where = f"{source}: rules[{i}]"
@@ -360,11 +372,7 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         if (action == "config") != ("config" in r):
             raise HeuristicsError(f"{where}: action {action!r} needs `config` exactly when it is 'config'")
         cfg = _parse_config(r["config"], kind, rnumel, where) if action == "config" else None
-        ev = r.get("evidence") or {}
-        if not isinstance(ev, dict):
-            raise HeuristicsError(f"{where}: evidence must be a mapping")
-        fields = {f.name for f in dataclasses.fields(Evidence)}
-        evidence = Evidence(**{k: tuple(v) if isinstance(v, list) else v for k, v in ev.items() if k in fields})
+        evidence = _parse_evidence(r.get("evidence") or {}, where)
         rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence, reductions, tuple(envelopes))
         for j, other in enumerate(rules):
             same_kernels = (other.reductions is None or reductions is None or other.reductions == reductions) and (
@@ -373,10 +381,73 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
                     and _overlap(other.rnumel, rnumel) and _overlap(other.xnumel, xnumel):
                 raise HeuristicsError(f"{where}: overlaps rules[{j}] ({other.describe()})")
         rules.append(rule)
-    return Heuristics(
-        gpu, tuple(rules), provenance=doc.get("provenance") or {}, holdout=doc.get("holdout") or {},
-        not_covered=tuple(doc.get("not_covered") or ()),
-    )
+    return Heuristics(gpu, tuple(rules), provenance=provenance, holdout=holdout, not_covered=tuple(not_covered))
+
+
+# What a text from a heuristic file may hold where it reaches generated code (``inductor-tune patch``
+# writes the GPU's name and fingerprint into a Python module and a diff): printable ASCII without
+# quotes, backslashes or line breaks, so that no value can end a string, a comment or a docstring.
+_UNSAFE = set("\"'\\`")
+
+
+def text_problem(value: Any) -> str | None:
+    """Why ``value`` may not stand in generated code, or None."""
+    if not isinstance(value, str) or not value:
+        return "must be a non-empty text"
+    if len(value) > 300:
+        return "is longer than 300 characters"
+    if not (value.isascii() and value.isprintable()) or _UNSAFE & set(value):
+        return "may hold only printable ASCII without quotes or backslashes (no line breaks)"
+    return None
+
+
+def _plain_text(value: str, where: str) -> str:
+    problem = text_problem(value)
+    if problem:
+        raise HeuristicsError(f"{where} {problem}")
+    return value
+
+
+_CAPABILITY = re.compile(r"[1-9][0-9]?\.[0-9]")
+
+
+def gpu_problem(gpu: GpuSpec) -> str | None:
+    """Why a GPU description cannot be used (in a rule table, a patch), or None; also checks a
+    ``GpuSpec`` built in code, which never went through ``parse``."""
+    for field in ("name", "fingerprint", "torch", "triton"):
+        problem = text_problem(getattr(gpu, field))
+        if problem:
+            return f"{field} {problem}"
+    if not isinstance(gpu.compute_capability, str) or not _CAPABILITY.fullmatch(gpu.compute_capability):
+        return f"compute_capability {gpu.compute_capability!r} is not like '9.0'"
+    if not isinstance(gpu.sm_count, int) or isinstance(gpu.sm_count, bool) or not 0 < gpu.sm_count <= 100_000:
+        return f"sm_count {gpu.sm_count!r} is not a positive number of SMs"
+    return None
+
+
+_EVIDENCE_NUMBERS = ("gain_geomean", "gain_min", "gain_max", "noise", "worst_regret")
+_EVIDENCE_LISTS = ("shapes", "measured", "unmeasured", "inductor_default", "candidates")
+
+
+def _parse_evidence(ev: Any, where: str) -> Evidence:
+    """Evidence is data the patch formats into comments: numbers must be numbers, lists lists of text."""
+    if not isinstance(ev, dict):
+        raise HeuristicsError(f"{where}: evidence must be a mapping")
+    out: dict[str, Any] = {}
+    for key in _EVIDENCE_NUMBERS:
+        value = ev.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise HeuristicsError(f"{where}: evidence: `{key}` must be a number, not {value!r}")
+        out[key] = value
+    for key in _EVIDENCE_LISTS:
+        value = ev.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise HeuristicsError(f"{where}: evidence: `{key}` must be a list of texts")
+        out[key] = tuple(value)
+    note = ev.get("note", "")
+    if not isinstance(note, str):
+        raise HeuristicsError(f"{where}: evidence: `note` must be a text")
+    return Evidence(note=note, **out)
 
 
 _REDUCTION_TYPE = re.compile(r"[a-z][a-z0-9_]*")
@@ -405,14 +476,13 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def load(path: str) -> Heuristics:
-    try:
-        with open(path) as fh:
-            doc = yaml.safe_load(fh)
-    except OSError as exc:
-        raise HeuristicsError(f"cannot read heuristic file {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise HeuristicsError(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from None
-    return parse(doc, path)
+    from .experiment import read_yaml
+
+    if os.path.isdir(path):
+        raise HeuristicsError(f"heuristic file {path} is a directory; name a YAML file written by `distill`")
+    if not os.path.exists(path):
+        raise HeuristicsError(f"cannot read heuristic file {path}: no such file")
+    return parse(read_yaml(path, HeuristicsError), path)
 
 
 # -- installing into Inductor --------------------------------------------------------------------

@@ -37,7 +37,8 @@ class Shape:
     @classmethod
     def parse(cls, text: str) -> "Shape":
         parts = text.lower().replace(" ", "").split("x")
-        if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        # ASCII digits only: str.isdigit() also accepts full-width and superscript digits ('１２', '²').
+        if len(parts) != 2 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
             raise ValueError(f"shape {text!r} is not of the form MxN with positive integers, e.g. 32768x4096")
         return cls(int(parts[0]), int(parts[1]))
 

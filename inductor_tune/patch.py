@@ -27,7 +27,7 @@ import os
 import re
 
 from . import torch_rules
-from .heuristics import Heuristics
+from .heuristics import Heuristics, _is_signature, gpu_problem
 
 SUPPORTED_TORCH = ((2, 11), (2, 13))
 RULES_PATH = "torch/_inductor/runtime/distilled_reduction_rules.py"
@@ -185,8 +185,8 @@ def installed_torch_root() -> str:
 def torch_version(root: str) -> str:
     try:
         with open(os.path.join(root, "torch", "version.py")) as fh:
-            found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", fh.read(), re.M)
-    except OSError:
+            found = re.search(r"^__version__\s*=\s*['\"]([^'\"\n]+)['\"]", fh.read(), re.M)
+    except (OSError, UnicodeDecodeError):
         found = None
     if not found:
         raise PatchError(f"{root} holds no torch/version.py with a __version__; not a torch tree")
@@ -194,14 +194,37 @@ def torch_version(root: str) -> str:
 
 
 def check_version(version: str) -> None:
-    major, minor = (int(v) for v in re.match(r"(\d+)\.(\d+)", version).groups())
+    match = re.match(r"(\d+)\.(\d+)", version)
+    if not match:
+        raise PatchError(f"torch version {version!r} is not like 2.13.0; not a torch tree the generator knows")
+    major, minor = (int(v) for v in match.groups())
     if (major, minor) not in SUPPORTED_TORCH:
         known = " and ".join(f"{a}.{b}" for a, b in SUPPORTED_TORCH)
         raise PatchError(f"torch {version} is not supported: the patch generator knows the Inductor sources of torch {known}")
 
 
+def check_data(heur: Heuristics) -> None:
+    """Refuse what ``heuristics.parse`` would refuse, for a ``Heuristics`` built in code: the texts that
+    reach the generated module and the diff's header, and the rules' signatures and envelopes."""
+    problem = gpu_problem(heur.gpu)
+    if problem:
+        raise PatchError(f"the heuristics' gpu {problem}; refusing to write a patch")
+    for rule in heur.rules:
+        if rule.reductions is not None and not _is_signature(rule.reductions):
+            raise PatchError(f"rule reductions {rule.reductions!r} is not a reduction signature; refusing to write a patch")
+        if not all(isinstance(e, str) and text_ok(e) for e in rule.envelopes):
+            raise PatchError(f"rule envelopes {list(rule.envelopes)!r} are not envelope texts; refusing to write a patch")
+
+
+def text_ok(text: str) -> bool:
+    return text.isascii() and text.isprintable() and not set(text) & set("\"'\\")
+
+
 def rules_module(heur: Heuristics, torch_version_text: str) -> str:
     """torch_rules' source with the heuristic file's config rules as its table."""
+    check_data(heur)
+    if not text_ok(torch_version_text):
+        raise PatchError(f"torch version {torch_version_text!r} is not plain text; refusing to write a patch")
     source = inspect.getsource(torch_rules)
     table = heur.table()
     lines = [
@@ -287,6 +310,7 @@ def _diff(path: str, old: str | None, new: str) -> str:
 
 def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]:
     """(unified diff, torch version) against the torch tree at ``torch_root`` (default: installed)."""
+    check_data(heur)
     root = torch_root or installed_torch_root()
     version = torch_version(root)
     check_version(version)
@@ -302,6 +326,8 @@ def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]
                     sources[hook.path] = fh.read()
             except OSError as exc:
                 raise PatchError(f"torch {version}: cannot read {hook.path}: {exc.strerror}") from None
+            except UnicodeDecodeError:
+                raise PatchError(f"torch {version}: {hook.path} is not UTF-8 Python source") from None
     patched = dict(sources)
     for hook in HOOKS:
         counts = [(sources[hook.path].count(anchor), anchor, code) for anchor, code in hook.choices()]
@@ -313,10 +339,12 @@ def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]
             )
         ((anchor, code),) = found
         patched[hook.path] = patched[hook.path].replace(anchor, anchor + code)
+    # Text before the first "diff --git" is commentary to git apply; a line break in it could start
+    # another file's diff, so only plain text goes there (check_data refused anything else already).
     header = (
-        f"inductor-tune patch: distilled reduction heuristics for {heur.gpu.name} "
-        f"(sm{heur.gpu.cc}, {heur.gpu.sm_count} SMs) against torch {version}.\n"
-        f"Rules measured with {heur.gpu.fingerprint}; {len(heur.table().rules)} config rules.\n"
+        f"inductor-tune patch: distilled reduction heuristics for {_plain(heur.gpu.name)} "
+        f"(sm{heur.gpu.cc}, {heur.gpu.sm_count} SMs) against torch {_plain(version)}.\n"
+        f"Rules measured with {_plain(heur.gpu.fingerprint)}; {len(heur.table().rules)} config rules.\n"
         "Apply in the folder that holds torch/: git apply --check <this file> && git apply <this file>\n"
         "(or patch -p1 < <this file>).  Other GPUs keep Inductor's behaviour.\n\n"
     )

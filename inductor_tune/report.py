@@ -14,6 +14,7 @@ import importlib.metadata
 import logging
 import os
 import platform
+import re
 from pathlib import Path
 
 from . import plot
@@ -47,7 +48,8 @@ def _new_figure(width: float, height: float):
 
 
 def _save(fig, out: Path, name: str) -> Path:
-    path = out / name
+    # Names hold kernel names read from the database: no separator may take a figure outside ``out``.
+    path = out / re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
     fig.savefig(path, dpi=110)
     return path
 

@@ -43,6 +43,10 @@ log = logging.getLogger(__name__)
 WORKER_ACTIVATION_FACTOR = {False: 6, True: 10}
 WORKER_FIXED_BYTES = 1.5 * 2**30
 MAX_CONSTRAINT_STREAK = 2000
+# A replayed study whose verdict rests on fewer recorded measurements than this (or than its trial
+# budget, if smaller) says so: with a sampler that strays from the recording most trials are configs
+# it lacks, failed as NotRecorded, and the verdict compares only the few it has.
+REPLAY_MIN_MEASUREMENTS = 10
 
 
 def fingerprint_key(fp: dict[str, Any]) -> str:
@@ -239,7 +243,23 @@ class Tuner:
             self.store.set_space(record.id, space.to_json())
         self._search(study, record.id, problem, space, width)
         self._verdict(study, record.id, problem)
+        if self.replayed:
+            self._check_replay_coverage(name, record.id)
         return name
+
+    def _check_replay_coverage(self, name: str, study_id: int) -> None:
+        """One WARNING line when a replayed verdict rests on few recorded measurements."""
+        records = [r for r in self.store.trials(study_id) if r.outcome != Outcome.CONSTRAINT]
+        ok = sum(r.outcome == Outcome.OK for r in records)
+        if ok >= min(REPLAY_MIN_MEASUREMENTS, self.exp.trials) or self.store.verdict(study_id) is None:
+            return
+        missing = sum(r.reason.startswith("NotRecorded") for r in records)
+        log.warning(
+            "%s: the replayed verdict rests on %d recorded measurement(s), fewer than %d; %d of %d trials asked "
+            "for configs the recording lacks (sampler %s; --sampler grid, the replay default, walks only what "
+            "was recorded)", name, ok, min(REPLAY_MIN_MEASUREMENTS, self.exp.trials), missing, len(records),
+            self.exp.sampler,
+        )
 
     def _heartbeat(self, in_flight) -> None:
         now = time.monotonic()

@@ -178,7 +178,11 @@ def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int
     from .records import Outcome
     from .evaluate import classify_exception, short_reason
 
-    backend = make_backend(spec, GpuLock(lock_path))
+    try:
+        backend = make_backend(spec, GpuLock(lock_path))
+    except Exception as exc:  # told to the parent, which reports it, rather than a bare "exited"
+        conn.send(("failed", short_reason(exc), traceback.format_exc()))
+        return
     conn.send(("hello", backend.fingerprint, backend.ceiling_gbps))
     while True:
         task: Task | None = conn.recv()
@@ -210,6 +214,10 @@ def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int
         if exit_code is not None:
             conn.close()
             os._exit(exit_code)
+
+
+class WorkerStartError(RuntimeError):
+    """A worker could not start its backend (the reason is its exception, in one line)."""
 
 
 @dataclasses.dataclass
@@ -270,9 +278,12 @@ class WorkerPool:
         try:
             kind, fingerprint, ceiling = slot.conn.recv()
         except EOFError:
-            raise RuntimeError(
+            raise WorkerStartError(
                 f"worker on GPU {self.gpu_index} exited during start-up (exit code {slot.process.exitcode})"
             ) from None
+        if kind == "failed":
+            log.debug("worker start-up failed:\n%s", ceiling)
+            raise WorkerStartError(f"worker on GPU {self.gpu_index} could not start: {fingerprint}")
         self.fingerprint = fingerprint
         self.ceilings.append(ceiling)
 
