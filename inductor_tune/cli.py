@@ -365,6 +365,8 @@ def cmd_report(args) -> int:
     from .report import ReportError, build
 
     out = args.out or os.path.join("reports", os.path.splitext(os.path.basename(args.db.split("://")[-1]))[0])
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise CliError(f"--out {out} exists and is not a folder")
     try:
         report = build(args.db, out, gpu=args.gpu)
     except ReportError as exc:
@@ -477,6 +479,16 @@ def cmd_validate(args) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether an output path names an input file (links followed); URLs name no file."""
+    if "://" in b:
+        b = b.split("sqlite:///", 1)[1] if b.startswith("sqlite:///") else ""
+    try:
+        return bool(b) and os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _refuse_storage_among(storage: str, dbs: list[str]) -> None:
@@ -645,9 +657,6 @@ def cmd_crossmeasure(args) -> int:
     unknown = sorted(set(probe_kinds) - set(PROBEABLE_KINDS))
     if unknown:
         raise CliError(f"--probes: unknown kind(s) {', '.join(unknown)}; known: {', '.join(PROBEABLE_KINDS)}, none")
-    if args.replay and probe_kinds:  # a recording holds the studies' own shapes; probes lie between them
-        log.warning("--replay: no probes (a recording has no measurements at shapes no study ran)")
-        probe_kinds = ()
     urls = [_storage_url(d) for d in args.db]
     for url in urls:
         check_url(url, create=False)
@@ -659,6 +668,10 @@ def cmd_crossmeasure(args) -> int:
         _check_replay(args.replay, storage)
     check_url(storage, create=True)
     hold_out = experiment_mod.parse_shapes(args.hold_out) if args.hold_out else ()
+    # Warned once the input is known good: a bad input's output is its one error line.
+    if args.replay and probe_kinds:  # a recording holds the studies' own shapes; probes lie between them
+        log.warning("--replay: no probes (a recording has no measurements at shapes no study ran)")
+        probe_kinds = ()
 
     def planned(query: str):
         try:
@@ -718,6 +731,8 @@ def cmd_distill(args) -> int:
             raise CliError(f"no database at {db}")
     if args.out and os.path.isdir(args.out):
         raise CliError(f"--out {args.out} is a directory; name the heuristic file to write")
+    if args.out and any(_same_file(args.out, db) for db in args.db):
+        raise CliError(f"--out {args.out} is one of the databases read; name a heuristic file of its own")
     from . import experiment as experiment_mod
 
     hold_out = experiment_mod.parse_shapes(args.hold_out) if args.hold_out else ()
@@ -760,6 +775,8 @@ def cmd_patch(args) -> int:
     heur = load(args.heuristics)
     if args.out and os.path.isdir(args.out):
         raise CliError(f"--out {args.out} is a directory; name the patch file to write")
+    if args.out and _same_file(args.out, args.heuristics):
+        raise CliError(f"--out {args.out} is the heuristic file read; name a patch file of its own")
     text, version = generate(heur, args.torch_root)
     out = args.out or default_out(heur, version)
     try:

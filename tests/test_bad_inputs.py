@@ -10,9 +10,12 @@ input error is known to be reported as itself: before "no CUDA GPU", and not as 
 
 import dataclasses
 import hashlib
+import logging
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import traceback
 
 import pytest
@@ -288,6 +291,7 @@ CASES = [
     (["report", "empty.sqlite", "--out", "rep"], "has no studies"),
     (["report", Q, "--gpu", "B200", "--out", "rep"], "has no studies on a GPU matching"),
     (["report", CLOSED_PG], "cannot connect"),
+    (["report", Q, "--out", "afile"], "exists and is not a folder"),
     # -- crossmeasure
     (["crossmeasure", "adir"], "is a directory"),
     (["crossmeasure", "trunc.sqlite"], "not a readable SQLite database"),
@@ -315,6 +319,8 @@ CASES = [
     (["distill", Q, "--gpu", "H200", "--hold-out", "4096"], "not MxN"),
     (["distill", Q, "--gpu", "H200", "--out", "adir"], "is a directory"),
     (["distill", Q], "required: --gpu"),
+    (["distill", Q, "--gpu", "H200", "--out", Q], "is one of the databases read"),
+    (["distill", Q, "--gpu", "H200", "--out", "quack-link.sqlite"], "is one of the databases read"),
     (["distill", CLOSED_PG, "--gpu", "H200"], "cannot connect"),
     # -- patch
     (["patch", "junk.yaml"], "not a YAML text file"),
@@ -347,6 +353,7 @@ CASES = [
     (["patch", H, "--torch-root", "adir"], "holds no torch/version.py"),
     (["patch", H, "--torch-root", "torch-bad"], "torch version 'abc' is not like"),
     (["patch", H, "--out", "adir"], "is a directory"),
+    (["patch", H, "--out", H], "is the heuristic file read"),
     # -- validate: reported before "no CUDA GPU"
     (["validate", "junk.yaml", "--shapes", "32768x4096"], "not a YAML text file"),
     (["validate", "h_name_newline.yaml", "--shapes", "32768x4096"], "gpu: name may hold only"),
@@ -389,8 +396,9 @@ def test_the_table_covers_every_subcommand_with_a_hundred_cases():
 
 
 @pytest.mark.parametrize("argv, fragment", CASES, ids=[" ".join(a)[:80] or "(none)" for a, _ in CASES])
-def test_bad_input_is_one_line_exit_2_and_changes_nothing(workspace, monkeypatch, capsys, argv, fragment):
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(workspace, monkeypatch, capsys, caplog, argv, fragment):
     monkeypatch.chdir(workspace)
+    caplog.set_level(logging.WARNING)
     before = _snapshot(workspace)
     try:
         code = cli.main(list(argv))
@@ -405,4 +413,29 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(workspace, monkeypatch
     assert fragment in lines[0], lines[0]
     assert "no CUDA GPU" not in lines[0]
     assert "secret" not in lines[0]  # a password in a URL is never echoed
+    # In a real process each log record at WARNING or above is one more stderr line.
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert _snapshot(workspace) == before
+
+
+SUBPROCESS_CASES = [
+    ["tune", "junk.yaml"],
+    ["show", "trunc.sqlite"],
+    ["tune", "experiments/quack.yaml", RS, Q],
+    ["crossmeasure", Q, RS, "db/sweeps.sqlite", "--storage", "db/sweeps.sqlite"],
+    ["tune", SM, "--trials", "abc"],
+    ["report", CLOSED_PG],
+    ["patch", "h_reductions_newline.yaml"],
+]
+
+
+@pytest.mark.parametrize("argv", SUBPROCESS_CASES, ids=[" ".join(a)[:60] for a in SUBPROCESS_CASES])
+def test_a_real_process_prints_the_one_line_too(workspace, argv):
+    """Logging to stderr (not captured in-process) and the interpreter's own output included."""
+    before = _snapshot(workspace)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, "-m", "inductor_tune", *argv], capture_output=True, text=True,
+                          cwd=workspace, env=env, timeout=300)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("inductor-tune: error: "), proc.stderr
     assert _snapshot(workspace) == before
