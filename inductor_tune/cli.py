@@ -396,6 +396,7 @@ def _write_atomic(path: str, text: str) -> None:
         raise
 
 
+MAX_GATE_PROBLEMS = 100_000
 DEFAULT_VALIDATE_KERNELS = "rmsnorm_fwd,rmsnorm_bwd,layernorm_fwd,layernorm_bwd,softmax_fwd"
 
 
@@ -425,6 +426,8 @@ def cmd_validate(args) -> int:
         dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
     else:
         count, seed = _int_option("--random", args.random, 1), _int_option("--seed", args.seed, 0)
+        if count > MAX_GATE_PROBLEMS:  # the draw alone would fill the memory long before a GPU ran them
+            raise CliError(f"--random must be at most {MAX_GATE_PROBLEMS} problems (got {count})")
         kernels = experiment_mod.parse_kernels(args.kernels) if args.kernels else None
         dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
         if len(dtypes) != 1:

@@ -60,6 +60,13 @@ EXPERIMENTS = {
     "grid_bad.yaml": dict(SMOKE, grid={"warps": [1]}),
     "shapes_wide.yaml": dict(SMOKE, shapes=["\uff11\uff12x34"]),
     "list.yaml": ["kernels", "shapes"],
+    "trials_inf.yaml": dict(SMOKE, trials=float("inf")),
+    "timeout_nan.yaml": dict(SMOKE, timeout=float("nan")),
+    "warmup_nan.yaml": dict(SMOKE, measure={"warmup_ms": float("nan")}),
+    "heartbeat_inf.yaml": dict(SMOKE, heartbeat=float("inf")),
+    "shape_pair_inf.yaml": dict(SMOKE, shapes=[[float("inf"), 2]]),
+    "shape_pair_float.yaml": dict(SMOKE, shapes=[[4.5, 2]]),
+    "shape_huge.yaml": dict(SMOKE, shapes=["99999999999999999999999x4"]),
 }
 
 
@@ -197,6 +204,16 @@ CASES = [
     (["tune", "sampler_bad.yaml"], "unknown sampler"),
     (["tune", "grid_bad.yaml"], "unknown grid field"),
     (["tune", "shapes_wide.yaml"], "not MxN"),
+    (["tune", "trials_inf.yaml"], "'trials' must be a positive number"),
+    (["tune", "timeout_nan.yaml"], "'timeout' must be a positive number"),
+    (["tune", "warmup_nan.yaml"], "'measure.warmup_ms' must be a positive number"),
+    (["tune", "heartbeat_inf.yaml"], "'heartbeat' must be a positive number"),
+    (["tune", "shape_pair_inf.yaml"], "not MxN"),
+    (["tune", "shape_pair_float.yaml"], "not MxN"),
+    (["tune", "shape_huge.yaml"], "at most 1099511627776"),
+    (["tune", SM, "--timeout", "nan"], "'timeout' must be a positive number"),
+    (["tune", SM, "--trial-timeout", "inf"], "'trial_timeout' must be a positive number"),
+    (["tune", SM, "--shapes", "99999999999999999999999x4"], "at most 1099511627776"),
     # -- tune: options
     (["tune", SM, "--shapes", "\uff11\uff12x\uff13\uff14"], "not MxN"),
     (["tune", SM, "--shapes", "2x\u00b2"], "not MxN"),
@@ -378,6 +395,7 @@ CASES = [
     (["validate", H, "--shapes", "32768x4096", "--workers", "0"], "--workers must be at least 1"),
     (["validate", H, "--random", "0"], "--random must be at least 1"),
     (["validate", H, "--random", "x"], "--random 'x' is not an integer"),
+    (["validate", H, "--random", "99999999999999999999999"], "--random must be at most"),
     (["validate", H, "--random", "3", "--seed", "-3"], "--seed must be at least 0"),
     (["validate", H, "--random", "3", "--dtypes", "bf16,fp16"], "one dtype"),
     (["validate", H, "--random", "3", "--max-gib", "0"], "--max-gib must be a positive number"),
