@@ -72,6 +72,8 @@ EXPERIMENTS = {
 
 def _heuristic_variants(doc: dict) -> dict:
     rule = next(i for i, r in enumerate(doc["rules"]) if r.get("reductions"))
+    looped = next(i for i, r in enumerate(doc["rules"]) if r["action"] == "config" and "num_stages" in r["config"])
+    mix = next(i for i, r in enumerate(doc["rules"]) if r["action"] == "config" and r["kind"] == "mix_order")
     return {
         "h_name_newline.yaml": _variant(doc, ("gpu", "name"), "NVIDIA H200\nimport os"),
         "h_name_quote.yaml": _variant(doc, ("gpu", "name"), 'H200"""; import os; """'),
@@ -95,6 +97,9 @@ def _heuristic_variants(doc: dict) -> dict:
         "h_provenance_list.yaml": _variant(doc, ("provenance",), ["db/quack.sqlite"]),
         "h_databases_ints.yaml": _variant(doc, ("provenance",), {"databases": [1]}),
         "h_format.yaml": _variant(doc, ("format",), "inductor-tune-heuristics/0"),
+        "h_stages_text.yaml": _variant(doc, ("rules", looped, "config", "num_stages"), "x"),
+        "h_stages_neg.yaml": _variant(doc, ("rules", looped, "config", "num_stages"), -1),
+        "h_mix_stages_float.yaml": _variant(doc, ("rules", mix, "config", "NUM_STAGES"), 2.5),
     }
 
 
@@ -367,6 +372,9 @@ CASES = [
     (["patch", "h_shapes_number.yaml"], "`shapes` must be a list of texts"),
     (["patch", "h_provenance_list.yaml"], "must be mappings"),
     (["patch", "h_databases_ints.yaml"], "`databases` must be a list"),
+    (["patch", "h_stages_text.yaml"], "num_stages='x' is not a whole number of stages"),
+    (["patch", "h_stages_neg.yaml"], "num_stages=-1 is not a whole number of stages"),
+    (["patch", "h_mix_stages_float.yaml"], "NUM_STAGES=2.5 is not a whole number of stages"),
     (["patch", H, "--torch-root", "adir"], "holds no torch/version.py"),
     (["patch", H, "--torch-root", "torch-bad"], "torch version 'abc' is not like"),
     (["patch", H, "--out", "adir"], "is a directory"),
