@@ -434,8 +434,7 @@ def cmd_validate(args) -> int:
             raise CliError("--random draws problems of one dtype: give one with --dtypes")
     dbs = [d for d in args.db.split(",") if d.strip()] if args.db else list(heur.provenance.get("databases", []))
     db_urls = [_storage_url(d) for d in dbs]
-    for url in db_urls:
-        check_url(url, create=False)
+    _check_readable(db_urls)
     _gpu_index(args.gpu)
     if args.workers is not None and args.workers < 1:
         raise CliError("--workers must be at least 1")
@@ -481,6 +480,15 @@ def cmd_validate(args) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _check_readable(urls: list[str]) -> None:
+    """Each database read for studies opens as one (schema included), so that a foreign or newer
+    database is reported now, before the GPU is asked for; opening to read writes nothing."""
+    from .store import Store
+
+    for url in urls:
+        Store(url, create=False).engine.dispose()
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -660,8 +668,7 @@ def cmd_crossmeasure(args) -> int:
     if unknown:
         raise CliError(f"--probes: unknown kind(s) {', '.join(unknown)}; known: {', '.join(PROBEABLE_KINDS)}, none")
     urls = [_storage_url(d) for d in args.db]
-    for url in urls:
-        check_url(url, create=False)
+    _check_readable(urls)
     storage = _storage_url(args.storage)
     _gpu_index(args.gpu)
     if args.workers is not None and args.workers < 1:

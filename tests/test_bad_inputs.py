@@ -317,6 +317,7 @@ CASES = [
     # -- crossmeasure
     (["crossmeasure", "adir"], "is a directory"),
     (["crossmeasure", "trunc.sqlite"], "not a readable SQLite database"),
+    (["crossmeasure", "foreign.sqlite", "--storage", "cm.sqlite"], "holds no inductor_tune studies"),
     (["crossmeasure", Q, "--storage", "adir"], "is a directory"),
     (["crossmeasure", Q, "--storage", "corrupt.sqlite"], "damaged SQLite database"),
     (["crossmeasure", Q, "--rounds", "1"], "--rounds must be at least 2"),
@@ -394,6 +395,8 @@ CASES = [
     (["validate", H, "--suite", "junk.yaml"], "not a YAML text file"),
     (["validate", H, "--shapes", "32768x4096", "--db", "adir"], "is a directory"),
     (["validate", H, "--shapes", "32768x4096", "--db", "trunc.sqlite"], "not a readable SQLite database"),
+    (["validate", H, "--shapes", "32768x4096", "--db", "foreign.sqlite"], "holds no inductor_tune studies"),
+    (["validate", H, "--shapes", "32768x4096", "--db", "newer.sqlite"], "newer inductor_tune"),
     (["validate", H, "--shapes", "32768x4096", "--db", Q, "--storage", "adir"], "is a directory"),
     (["validate", H, "--shapes", "32768x4096", "--db", Q, "--storage", "corrupt.sqlite"], "damaged"),
     (["validate", H, "--shapes", "32768x4096", "--db", Q, "--storage", Q], "also read as a database of studies"),
