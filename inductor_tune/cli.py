@@ -441,7 +441,7 @@ def cmd_validate(args) -> int:
     draw = _gate_draw(count, seed, kernels, dtypes[0], args.max_gib, dbs, db_urls) \
         if args.random is not None else None
     storage = _storage_url(args.storage)
-    _refuse_storage_among(storage, dbs)
+    _refuse_storage_among(storage, dbs, "db/validation.sqlite")
     check_url(storage, create=True)
     import torch
 
@@ -501,14 +501,14 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _refuse_storage_among(storage: str, dbs: list[str]) -> None:
+def _refuse_storage_among(storage: str, dbs: list[str], default: str) -> None:
     """Records never go into a database the command reads its studies from (it would be upgraded in place)."""
-    from .store import same_database
+    from .store import same_database, shown
 
     for db in dbs:
         if same_database(storage, _storage_url(db)):
-            raise CliError(f"--storage {storage} is also read as a database of studies ({db}); records go into "
-                           "a database of their own, e.g. the default db/validation.sqlite")
+            raise CliError(f"--storage {shown(storage)} is also read as a database of studies ({db}); records go "
+                           f"into a database of their own, e.g. the default {default}")
 
 
 def _int_option(flag: str, text: str, minimum: int) -> int:
@@ -650,7 +650,7 @@ def cmd_demo(args) -> int:
     written = demo.run(args.out, args.trials)
     print("demo finished; everything was replayed from db/sweeps.sqlite (measured on an H200), nothing measured here:")
     for what, path in written.items():
-        print(f"  {what:11s} {path}")
+        print(f"  {what:12s} {path}")
     return 0
 
 
@@ -670,6 +670,7 @@ def cmd_crossmeasure(args) -> int:
     urls = [_storage_url(d) for d in args.db]
     _check_readable(urls)
     storage = _storage_url(args.storage)
+    _refuse_storage_among(storage, args.db, "db/crossmeasure.sqlite")
     _gpu_index(args.gpu)
     if args.workers is not None and args.workers < 1:
         raise CliError("--workers must be at least 1")

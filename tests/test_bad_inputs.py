@@ -321,6 +321,8 @@ CASES = [
     (["crossmeasure", Q, "--storage", "adir"], "is a directory"),
     (["crossmeasure", Q, "--storage", "corrupt.sqlite"], "damaged SQLite database"),
     (["crossmeasure", Q, "--rounds", "1"], "--rounds must be at least 2"),
+    (["crossmeasure", Q, "--storage", Q, "--plan-only", "H200"], "also read as a database of studies"),
+    (["crossmeasure", Q, "--storage", "quack-link.sqlite"], "also read as a database of studies"),
     (["crossmeasure", Q, "--top", "0"], "--top and --max-configs at least 1"),
     (["crossmeasure", Q, "--probes", "bogus"], "unknown kind(s) bogus"),
     (["crossmeasure", Q, "--kernels", "groupnorm"], "unknown kernel(s)"),
