@@ -235,8 +235,11 @@ def _check_replay(replay: str, storage_url: str, problems=()) -> None:
                        "pass a separate --storage, e.g. --storage /tmp/replay.sqlite")
     try:
         backend = ReplayBackend(source)
-        for problem in problems:
-            backend.recorded_configs(problem)
+        try:
+            for problem in problems:
+                backend.recorded_configs(problem)
+        finally:
+            backend.store.engine.dispose()
     except NotRecorded as exc:
         raise CliError(f"--replay: {exc}") from None
 
