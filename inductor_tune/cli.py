@@ -236,8 +236,11 @@ def _check_replay(replay: str, storage_url: str, problems=()) -> None:
                        "pass a separate --storage, e.g. --storage /tmp/replay.sqlite")
     try:
         backend = ReplayBackend(source)
-        for problem in problems:
-            backend.recorded_configs(problem)
+        try:
+            for problem in problems:
+                backend.recorded_configs(problem)
+        finally:
+            backend.store.engine.dispose()
     except NotRecorded as exc:
         raise CliError(f"--replay: {exc}") from None
 
@@ -397,6 +400,7 @@ def _write_atomic(path: str, text: str) -> None:
         raise
 
 
+MAX_GATE_PROBLEMS = 100_000
 DEFAULT_VALIDATE_KERNELS = "rmsnorm_fwd,rmsnorm_bwd,layernorm_fwd,layernorm_bwd,softmax_fwd"
 
 
@@ -426,21 +430,22 @@ def cmd_validate(args) -> int:
         dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
     else:
         count, seed = _int_option("--random", args.random, 1), _int_option("--seed", args.seed, 0)
+        if count > MAX_GATE_PROBLEMS:  # the draw alone would fill the memory long before a GPU ran them
+            raise CliError(f"--random must be at most {MAX_GATE_PROBLEMS} problems (got {count})")
         kernels = experiment_mod.parse_kernels(args.kernels) if args.kernels else None
         dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
         if len(dtypes) != 1:
             raise CliError("--random draws problems of one dtype: give one with --dtypes")
     dbs = [d for d in args.db.split(",") if d.strip()] if args.db else list(heur.provenance.get("databases", []))
     db_urls = [_storage_url(d) for d in dbs]
-    for url in db_urls:
-        check_url(url, create=False)
+    _check_readable(db_urls)
     _gpu_index(args.gpu)
     if args.workers is not None and args.workers < 1:
         raise CliError("--workers must be at least 1")
     draw = _gate_draw(count, seed, kernels, dtypes[0], args.max_gib, dbs, db_urls) \
         if args.random is not None else None
     storage = _storage_url(args.storage)
-    _refuse_storage_among(storage, dbs)
+    _refuse_storage_among(storage, dbs, "db/validation.sqlite")
     check_url(storage, create=True)
     import torch
 
@@ -481,6 +486,15 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def _check_readable(urls: list[str]) -> None:
+    """Each database read for studies opens as one (schema included), so that a foreign or newer
+    database is reported now, before the GPU is asked for; opening to read writes nothing."""
+    from .store import Store
+
+    for url in urls:
+        Store(url, create=False).engine.dispose()
+
+
 def _same_file(a: str, b: str) -> bool:
     """Whether an output path names an input file (links followed); URLs name no file."""
     if "://" in b:
@@ -491,14 +505,14 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _refuse_storage_among(storage: str, dbs: list[str]) -> None:
+def _refuse_storage_among(storage: str, dbs: list[str], default: str) -> None:
     """Records never go into a database the command reads its studies from (it would be upgraded in place)."""
-    from .store import same_database
+    from .store import same_database, shown
 
     for db in dbs:
         if same_database(storage, _storage_url(db)):
-            raise CliError(f"--storage {storage} is also read as a database of studies ({db}); records go into "
-                           "a database of their own, e.g. the default db/validation.sqlite")
+            raise CliError(f"--storage {shown(storage)} is also read as a database of studies ({db}); records go "
+                           f"into a database of their own, e.g. the default {default}")
 
 
 def _int_option(flag: str, text: str, minimum: int) -> int:
@@ -640,7 +654,7 @@ def cmd_demo(args) -> int:
     written = demo.run(args.out, args.trials)
     print("demo finished; everything was replayed from db/sweeps.sqlite (measured on an H200), nothing measured here:")
     for what, path in written.items():
-        print(f"  {what:11s} {path}")
+        print(f"  {what:12s} {path}")
     return 0
 
 
@@ -658,9 +672,9 @@ def cmd_crossmeasure(args) -> int:
     if unknown:
         raise CliError(f"--probes: unknown kind(s) {', '.join(unknown)}; known: {', '.join(PROBEABLE_KINDS)}, none")
     urls = [_storage_url(d) for d in args.db]
-    for url in urls:
-        check_url(url, create=False)
+    _check_readable(urls)
     storage = _storage_url(args.storage)
+    _refuse_storage_among(storage, args.db, "db/crossmeasure.sqlite")
     _gpu_index(args.gpu)
     if args.workers is not None and args.workers < 1:
         raise CliError("--workers must be at least 1")

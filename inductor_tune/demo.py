@@ -35,7 +35,7 @@ def _root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-OUTPUTS = ("demo.yaml", "demo.sqlite", "heuristics.yaml", "report", "demo.patch")
+OUTPUTS = ("demo.yaml", "demo.sqlite", "crossmeasure.sqlite", "heuristics.yaml", "report", "demo.patch")
 
 
 def existing_outputs(out: str) -> list[str]:
@@ -55,13 +55,16 @@ def run(out: str | None = None, trials: int = 12, sweeps: str | None = None) -> 
     exp = os.path.join(out, "demo.yaml")
     with open(exp, "w") as fh:
         fh.write(experiment_text(f"sqlite:///{db}", trials))
-    written = {"experiment": exp, "database": db, "heuristics": os.path.join(out, "heuristics.yaml"),
+    # Crossmeasure records go into a database of their own, as on a GPU: a command never writes into a
+    # database it reads studies from.
+    cm = os.path.join(out, "crossmeasure.sqlite")
+    written = {"experiment": exp, "database": db, "crossmeasure": cm, "heuristics": os.path.join(out, "heuristics.yaml"),
                "report": os.path.join(out, "report", "index.html"), "patch": os.path.join(out, "demo.patch")}
     steps = [
         # TPE, as a GPU study: on the sweeps' own sub-grid every config it draws is recorded.
         ("tune", ["tune", exp, "--replay", sweeps, "--sampler", "tpe", "--no-progress"]),
-        ("crossmeasure", ["crossmeasure", db, "--replay", sweeps, "--storage", db, "--workers", "2", "--no-progress"]),
-        ("distill", ["distill", db, "--gpu", "H200", "--allow-replayed", "--out", written["heuristics"]]),
+        ("crossmeasure", ["crossmeasure", db, "--replay", sweeps, "--storage", cm, "--workers", "2", "--no-progress"]),
+        ("distill", ["distill", db, cm, "--gpu", "H200", "--allow-replayed", "--out", written["heuristics"]]),
         ("report", ["report", db, "--out", os.path.join(out, "report")]),
         ("patch", ["patch", written["heuristics"], "--out", written["patch"]]),
     ]

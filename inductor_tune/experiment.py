@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 from typing import Any, Sequence
@@ -78,6 +79,9 @@ def parse_kernels(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+MAX_DIM = 2**40
+
+
 def parse_shapes(value: Any) -> tuple[Shape, ...]:
     shapes = []
     for item in _as_list(value, "shapes"):
@@ -85,6 +89,10 @@ def parse_shapes(value: Any) -> tuple[Shape, ...]:
             raise ExperimentError(f"shape {item!r} is a single number; write MxN, e.g. 32768x4096, quoted if needed")
         try:
             if isinstance(item, (list, tuple)) and len(item) == 2:
+                # Integers (or their ASCII digits): int() would also truncate 4.5, and fail on .inf.
+                if not all((isinstance(v, int) and not isinstance(v, bool))
+                           or (isinstance(v, str) and v.isascii() and v.isdigit()) for v in item):
+                    raise ValueError
                 shape = Shape(int(item[0]), int(item[1]))
                 if shape.rows <= 0 or shape.cols <= 0:
                     raise ValueError
@@ -92,6 +100,9 @@ def parse_shapes(value: Any) -> tuple[Shape, ...]:
                 shape = Shape.parse(str(item))
         except (ValueError, TypeError):
             raise ExperimentError(f"shape {item!r} is not MxN with positive integers, e.g. 32768x4096") from None
+        if max(shape.rows, shape.cols) > MAX_DIM:
+            # Stored as 64-bit integers, and far beyond any GPU's memory: a typo, not a problem size.
+            raise ExperimentError(f"shape {item!r}: each dimension must be at most {MAX_DIM} (2**40)")
         shapes.append(shape)
     if not shapes:
         raise ExperimentError("'shapes' is empty")
@@ -111,9 +122,10 @@ def _positive(value: Any, key: str, kind=int, allow_none: bool = False):
         return None
     try:
         number = kind(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(.inf)
         raise ExperimentError(f"'{key}' must be a positive number, got {value!r}") from None
-    if isinstance(value, bool) or number <= 0:
+    # nan compares false with everything: a nan timeout would never expire, a nan warmup never end.
+    if isinstance(value, bool) or not math.isfinite(number) or number <= 0:
         raise ExperimentError(f"'{key}' must be a positive number, got {value!r}")
     return number
 

@@ -307,6 +307,11 @@ def _parse_config(data: Any, kind: str, rnumel: tuple[int, int], where: str) -> 
         v = getattr(cfg, field)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v & (v - 1)):
             raise HeuristicsError(f"{where}: {field}={v!r} is not a positive power of two")
+    for field in ("num_stages", "NUM_STAGES"):
+        v = getattr(cfg, field)
+        # Written into the patch's rule table as they are: a text or a negative count is no launch config.
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 16):
+            raise HeuristicsError(f"{where}: {field}={v!r} is not a whole number of stages from 1 to 16")
     if not isinstance(cfg.persistent, bool) or cfg.num_warps > 32:
         raise HeuristicsError(f"{where}: persistent must be true/false and num_warps at most 32")
     # Check the config against the largest kernel the range admits (the tile limits grow with rnumel).

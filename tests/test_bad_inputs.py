@@ -60,11 +60,20 @@ EXPERIMENTS = {
     "grid_bad.yaml": dict(SMOKE, grid={"warps": [1]}),
     "shapes_wide.yaml": dict(SMOKE, shapes=["\uff11\uff12x34"]),
     "list.yaml": ["kernels", "shapes"],
+    "trials_inf.yaml": dict(SMOKE, trials=float("inf")),
+    "timeout_nan.yaml": dict(SMOKE, timeout=float("nan")),
+    "warmup_nan.yaml": dict(SMOKE, measure={"warmup_ms": float("nan")}),
+    "heartbeat_inf.yaml": dict(SMOKE, heartbeat=float("inf")),
+    "shape_pair_inf.yaml": dict(SMOKE, shapes=[[float("inf"), 2]]),
+    "shape_pair_float.yaml": dict(SMOKE, shapes=[[4.5, 2]]),
+    "shape_huge.yaml": dict(SMOKE, shapes=["99999999999999999999999x4"]),
 }
 
 
 def _heuristic_variants(doc: dict) -> dict:
     rule = next(i for i, r in enumerate(doc["rules"]) if r.get("reductions"))
+    looped = next(i for i, r in enumerate(doc["rules"]) if r["action"] == "config" and "num_stages" in r["config"])
+    mix = next(i for i, r in enumerate(doc["rules"]) if r["action"] == "config" and r["kind"] == "mix_order")
     return {
         "h_name_newline.yaml": _variant(doc, ("gpu", "name"), "NVIDIA H200\nimport os"),
         "h_name_quote.yaml": _variant(doc, ("gpu", "name"), 'H200"""; import os; """'),
@@ -88,6 +97,9 @@ def _heuristic_variants(doc: dict) -> dict:
         "h_provenance_list.yaml": _variant(doc, ("provenance",), ["db/quack.sqlite"]),
         "h_databases_ints.yaml": _variant(doc, ("provenance",), {"databases": [1]}),
         "h_format.yaml": _variant(doc, ("format",), "inductor-tune-heuristics/0"),
+        "h_stages_text.yaml": _variant(doc, ("rules", looped, "config", "num_stages"), "x"),
+        "h_stages_neg.yaml": _variant(doc, ("rules", looped, "config", "num_stages"), -1),
+        "h_mix_stages_float.yaml": _variant(doc, ("rules", mix, "config", "NUM_STAGES"), 2.5),
     }
 
 
@@ -197,6 +209,16 @@ CASES = [
     (["tune", "sampler_bad.yaml"], "unknown sampler"),
     (["tune", "grid_bad.yaml"], "unknown grid field"),
     (["tune", "shapes_wide.yaml"], "not MxN"),
+    (["tune", "trials_inf.yaml"], "'trials' must be a positive number"),
+    (["tune", "timeout_nan.yaml"], "'timeout' must be a positive number"),
+    (["tune", "warmup_nan.yaml"], "'measure.warmup_ms' must be a positive number"),
+    (["tune", "heartbeat_inf.yaml"], "'heartbeat' must be a positive number"),
+    (["tune", "shape_pair_inf.yaml"], "not MxN"),
+    (["tune", "shape_pair_float.yaml"], "not MxN"),
+    (["tune", "shape_huge.yaml"], "at most 1099511627776"),
+    (["tune", SM, "--timeout", "nan"], "'timeout' must be a positive number"),
+    (["tune", SM, "--trial-timeout", "inf"], "'trial_timeout' must be a positive number"),
+    (["tune", SM, "--shapes", "99999999999999999999999x4"], "at most 1099511627776"),
     # -- tune: options
     (["tune", SM, "--shapes", "\uff11\uff12x\uff13\uff14"], "not MxN"),
     (["tune", SM, "--shapes", "2x\u00b2"], "not MxN"),
@@ -295,9 +317,12 @@ CASES = [
     # -- crossmeasure
     (["crossmeasure", "adir"], "is a directory"),
     (["crossmeasure", "trunc.sqlite"], "not a readable SQLite database"),
+    (["crossmeasure", "foreign.sqlite", "--storage", "cm.sqlite"], "holds no inductor_tune studies"),
     (["crossmeasure", Q, "--storage", "adir"], "is a directory"),
     (["crossmeasure", Q, "--storage", "corrupt.sqlite"], "damaged SQLite database"),
     (["crossmeasure", Q, "--rounds", "1"], "--rounds must be at least 2"),
+    (["crossmeasure", Q, "--storage", Q, "--plan-only", "H200"], "also read as a database of studies"),
+    (["crossmeasure", Q, "--storage", "quack-link.sqlite"], "also read as a database of studies"),
     (["crossmeasure", Q, "--top", "0"], "--top and --max-configs at least 1"),
     (["crossmeasure", Q, "--probes", "bogus"], "unknown kind(s) bogus"),
     (["crossmeasure", Q, "--kernels", "groupnorm"], "unknown kernel(s)"),
@@ -350,6 +375,9 @@ CASES = [
     (["patch", "h_shapes_number.yaml"], "`shapes` must be a list of texts"),
     (["patch", "h_provenance_list.yaml"], "must be mappings"),
     (["patch", "h_databases_ints.yaml"], "`databases` must be a list"),
+    (["patch", "h_stages_text.yaml"], "num_stages='x' is not a whole number of stages"),
+    (["patch", "h_stages_neg.yaml"], "num_stages=-1 is not a whole number of stages"),
+    (["patch", "h_mix_stages_float.yaml"], "NUM_STAGES=2.5 is not a whole number of stages"),
     (["patch", H, "--torch-root", "adir"], "holds no torch/version.py"),
     (["patch", H, "--torch-root", "torch-bad"], "torch version 'abc' is not like"),
     (["patch", H, "--out", "adir"], "is a directory"),
@@ -369,6 +397,8 @@ CASES = [
     (["validate", H, "--suite", "junk.yaml"], "not a YAML text file"),
     (["validate", H, "--shapes", "32768x4096", "--db", "adir"], "is a directory"),
     (["validate", H, "--shapes", "32768x4096", "--db", "trunc.sqlite"], "not a readable SQLite database"),
+    (["validate", H, "--shapes", "32768x4096", "--db", "foreign.sqlite"], "holds no inductor_tune studies"),
+    (["validate", H, "--shapes", "32768x4096", "--db", "newer.sqlite"], "newer inductor_tune"),
     (["validate", H, "--shapes", "32768x4096", "--db", Q, "--storage", "adir"], "is a directory"),
     (["validate", H, "--shapes", "32768x4096", "--db", Q, "--storage", "corrupt.sqlite"], "damaged"),
     (["validate", H, "--shapes", "32768x4096", "--db", Q, "--storage", Q], "also read as a database of studies"),
@@ -378,6 +408,7 @@ CASES = [
     (["validate", H, "--shapes", "32768x4096", "--workers", "0"], "--workers must be at least 1"),
     (["validate", H, "--random", "0"], "--random must be at least 1"),
     (["validate", H, "--random", "x"], "--random 'x' is not an integer"),
+    (["validate", H, "--random", "99999999999999999999999"], "--random must be at most"),
     (["validate", H, "--random", "3", "--seed", "-3"], "--seed must be at least 0"),
     (["validate", H, "--random", "3", "--dtypes", "bf16,fp16"], "one dtype"),
     (["validate", H, "--random", "3", "--max-gib", "0"], "--max-gib must be a positive number"),

@@ -96,11 +96,17 @@ def test_a_replay_into_its_own_recording_is_refused(old, tmp_path, monkeypatch, 
 
 
 def test_crossmeasure_replay_into_its_recording_is_refused(old, tmp_path, capsys):
+    studies = tmp_path / "studies.sqlite"
+    shutil.copy(old, studies)
     digest = _sha(old)
-    argv = ["crossmeasure", str(old), "--replay", str(old), "--storage", str(old), "--no-progress"]
+    argv = ["crossmeasure", str(studies), "--replay", str(old), "--storage", str(old), "--no-progress"]
     assert cli.main(argv) == 2
     assert "also the storage" in capsys.readouterr().err
     assert _sha(old) == digest
+    # Nor into the database of studies it reads (where the demo used to put them).
+    assert cli.main(["crossmeasure", str(studies), "--replay", str(old), "--storage", str(studies)]) == 2
+    assert "also read as a database of studies" in capsys.readouterr().err
+    assert _sha(studies) == digest
 
 
 def test_same_database_compares_resolved_places(tmp_path):
