@@ -1,9 +1,11 @@
 """The measurement and decision core, pinned by hand-computed numbers.
 
-Each test here fails for one wrong number or one dropped condition that the rest of the suite let
-through (the mutation each one catches is named in its docstring): a limit doubled, a byte count or a
-GB/s formula off, a verdict condition dropped, a rule's range or a study's end ignored.  The numbers
-are written out, not taken from the constants under test, so that changing a constant fails here.
+Each test here fails for one wrong number or one dropped condition (named in its docstring): a limit
+doubled, a byte count or a GB/s formula off, a verdict condition dropped, a rule's range or a study's
+end ignored.  Before this file the rest of the CPU suite let the RMSNorm backward's vector traffic, the
+copy ceiling, the median, distill's no-loss band, the xnumel bound and validate's every-round condition
+change unnoticed, and caught the tile limit only through a sweep fixture's error.  The numbers are
+written out, not taken from the constants under test, so that changing a constant fails here.
 """
 
 from __future__ import annotations
