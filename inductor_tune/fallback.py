@@ -82,7 +82,8 @@ def guard_compile(original):
                 except Exception as exc:
                     if not _disable_failed(applied, exc):
                         raise
-                gm, spare = spare if spare is not None else gm, _spare_copy(spare) if spare is not None else None
+                if spare is not None:  # the next attempt starts from the untouched copy, and keeps one in reserve
+                    gm, spare = spare, _spare_copy(spare)
             raise RuntimeError(f"inductor_tune: compile kept failing after disabling {MAX_RETRIES} rules")
         finally:
             _STATE.applied = outer
