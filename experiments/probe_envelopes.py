@@ -2,9 +2,11 @@
 
 For every catalog kernel at a few shapes (bf16) and for a transformers Llama decoder stack's training
 step, logs one JSON line per reduction kernel Inductor builds: graph (forward/backward), mix-order,
-sizes, hint, ``torch_rules.kernel_signature`` and ``torch_rules.envelope_of_features``.  With
+sizes, hint, ``torch_rules.kernel_signature``, ``torch_rules.envelope_of_features`` (with what the
+reductions compute) and the whole kernel's op counts.  With
 ``--heuristics FILE`` the model step is also compiled with the rules installed, and its outcome logged.
 Usage: python3 experiments/probe_envelopes.py OUT.jsonl [--heuristics heuristics/h200.yaml] [--hidden 4096]
+       [--shapes 8192x2048,32768x4096] [--no-catalog]
 """
 
 import argparse
@@ -32,6 +34,7 @@ def _hooked():
                     "xnumel": xnumel, "rnumel": rnumel, "hint": str(features.get_reduction_hint()).split(".")[-1],
                     "signature": torch_rules.reduction_signature(features),
                     "envelope": torch_rules.envelope_of_features(features),
+                    "op_counts": dict(sorted(features.op_counts().items())),
                 })
         except Exception as exc:  # noqa: BLE001 - a probe records what it can
             LOG.append({"error": repr(exc)[:300]})
@@ -41,9 +44,9 @@ def _hooked():
     choices.install()
 
 
-def _catalog(out):
+def _catalog(out, shapes):
     for name, spec in kernels.CATALOG.items():
-        for shape in (Shape(8192, 2048), Shape(32768, 4096)):
+        for shape in shapes:
             LOG.clear()
             try:
                 state = ProblemState(Problem(name, shape, "bf16"))
@@ -120,12 +123,13 @@ def main():
     ap.add_argument("--heuristics")
     ap.add_argument("--hidden", default="4096")
     ap.add_argument("--no-catalog", action="store_true")
+    ap.add_argument("--shapes", default="8192x2048,32768x4096", help="catalog shapes, comma-separated")
     args = ap.parse_args()
     _hooked()
     with open(args.out, "w") as out:
         if not args.no_catalog:
-            _catalog(out)
-        for hidden in args.hidden.split(","):
+            _catalog(out, [Shape.parse(s) for s in args.shapes.split(",")])
+        for hidden in filter(None, args.hidden.split(",")):
             _llama(out, int(hidden), args.heuristics)
 
 

@@ -121,6 +121,8 @@ def _parser() -> argparse.ArgumentParser:
                        "default every kernel, and one dtype) at shapes no study or crossmeasure record of the --db "
                        "databases ran; exits 1 on any failure to compile or check, or a regression")
     v.add_argument("--seed", default="0", help="--random: seed of the draw (default 0)")
+    v.add_argument("--rows", metavar="LO:HI", help="--random: draw rows log-uniform in this range (default 1:1000000)")
+    v.add_argument("--cols", metavar="LO:HI", help="--random: draw N log-uniform in this range (default 128:262144)")
     v.add_argument("--max-gib", type=float, default=4.0, help="--random: largest memory a problem may keep "
                    "resident on the GPU, GiB (default 4)")
     from .models import CATALOG as MODEL_CATALOG
@@ -436,13 +438,15 @@ def cmd_validate(args) -> int:
         dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
         if len(dtypes) != 1:
             raise CliError("--random draws problems of one dtype: give one with --dtypes")
+    if args.random is None and (args.rows or args.cols):
+        raise CliError("--rows and --cols bound the draw of --random; give --random N too")
     dbs = [d for d in args.db.split(",") if d.strip()] if args.db else list(heur.provenance.get("databases", []))
     db_urls = [_storage_url(d) for d in dbs]
     _check_readable(db_urls)
     _gpu_index(args.gpu)
     if args.workers is not None and args.workers < 1:
         raise CliError("--workers must be at least 1")
-    draw = _gate_draw(count, seed, kernels, dtypes[0], args.max_gib, dbs, db_urls) \
+    draw = _gate_draw(count, seed, kernels, dtypes[0], args.max_gib, dbs, db_urls, args.rows, args.cols) \
         if args.random is not None else None
     storage = _storage_url(args.storage)
     _refuse_storage_among(storage, dbs, "db/validation.sqlite")
@@ -525,19 +529,32 @@ def _int_option(flag: str, text: str, minimum: int) -> int:
     return value
 
 
-def _gate_draw(count: int, seed: int, kernels, dtype: str, max_gib: float, dbs: list[str], db_urls: list[str]):
+def _range_option(flag: str, text: str | None, default: tuple[int, int]) -> tuple[int, int]:
+    if text is None:
+        return default
+    low, sep, high = text.partition(":")
+    if not sep or not all(v.isascii() and v.isdigit() for v in (low, high)) or int(low) > int(high):
+        raise CliError(f"{flag} {text!r} is not a range LO:HI of integers with LO <= HI, e.g. 4096:131072")
+    return int(low), int(high)
+
+
+def _gate_draw(count: int, seed: int, kernels, dtype: str, max_gib: float, dbs: list[str], db_urls: list[str],
+               rows_text: str | None = None, cols_text: str | None = None):
     from . import gate
     from .store import Store
 
     if not 0 < max_gib < float("inf"):
         raise CliError(f"--max-gib must be a positive number of GiB (got {max_gib})")
+    rows, cols = _range_option("--rows", rows_text, gate.ROWS), _range_option("--cols", cols_text, gate.COLS)
     avoid = gate.studied_shapes(Store(url, create=False) for url in db_urls)
     try:
-        draw = gate.make_draw(count, seed, kernels, avoid, int(max_gib * 2**30), dtype, avoided_from=dbs)
+        draw = gate.make_draw(count, seed, kernels, avoid, int(max_gib * 2**30), dtype, avoided_from=dbs,
+                              rows=rows, cols=cols)
     except ValueError as exc:
         raise CliError(f"--random: {exc}") from None
-    print(f"gate draw: seed {seed}, {count} {dtype} problems of {len(draw.kernels)} kernel(s), at most "
-          f"{max_gib:g} GiB resident each, none at the {len(avoid)} shapes of {', '.join(dbs) or 'no database'}")
+    print(f"gate draw: seed {seed}, {count} {dtype} problems of {len(draw.kernels)} kernel(s), rows {rows[0]}..{rows[1]}, "
+          f"N {cols[0]}..{cols[1]}, at most {max_gib:g} GiB resident each, none at the {len(avoid)} shapes of "
+          f"{', '.join(dbs) or 'no database'}")
     return draw
 
 

@@ -21,8 +21,9 @@ from .choices import CompilePlan, activate_plan
 
 
 @contextlib.contextmanager
-def fake_cuda(major: int = 9, sm_count: int = 132) -> Iterator[None]:
-    """Pretend an H100-like CUDA device is present while Inductor generates code."""
+def fake_cuda(major: int = 9, sm_count: int = 132, name: str = "NVIDIA H200") -> Iterator[None]:
+    """Pretend a CUDA device is present while Inductor generates code: by default an H200 (the GPU the
+    committed rules were measured on), whose properties an H100 SXM shares but for its name."""
     import torch._inductor.compile_fx as compile_fx
     import torch._inductor.fx_passes.joint_graph as joint_graph
     import torch._inductor.fx_passes.post_grad as post_grad
@@ -36,7 +37,7 @@ def fake_cuda(major: int = 9, sm_count: int = 132) -> Iterator[None]:
         warp_size=32,
     )
     cuda_props = types.SimpleNamespace(
-        name="FAKE-CUDA", major=major, minor=0, multi_processor_count=sm_count, total_memory=80 * 2**30,
+        name=name, major=major, minor=0, multi_processor_count=sm_count, total_memory=80 * 2**30,
         regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048, max_threads_per_block=1024,
         warp_size=32, L2_cache_size=50 * 2**20, shared_memory_per_block_optin=232448, gcnArchName="",
     )

@@ -26,11 +26,11 @@ import statistics
 from typing import Iterable, Mapping, Sequence
 
 from .heuristics import ELEMENT_SIZES, GpuSpec, gpu_problem, slot_hints
-from .kernels import CATALOG
+from .kernels import CATALOG, PROBED_OPS
 from .records import Outcome
 from .space import DEFAULT_FLAGS, SearchSpace, SlotConfig, TrialConfig, slot_key
 from .store import Gpu, Store
-from .torch_rules import kernel_kind, kernel_signature, next_pow2
+from .torch_rules import OPS_FIELD, kernel_kind, kernel_signature, next_pow2
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,13 @@ def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False
         if not envelope:
             return Skipped(name, "the kernel's envelope was not probed and the catalog does not know it")
         slot = dataclasses.replace(slot, envelope=envelope)
+    if OPS_FIELD + "=" not in slot.envelope:
+        # Spaces probed before op counts were recorded: what the GPU probe saw this kernel compute.
+        ops = PROBED_OPS.get((study.kernel, reductions, slot.envelope)) if study.dtype == "bf16" else None
+        if not ops:
+            return Skipped(name, "what the kernel computes (its reductions' op counts) was not probed for "
+                                 f"{reductions} with {slot.envelope}")
+        slot = dataclasses.replace(slot, envelope=f"{slot.envelope},{OPS_FIELD}={ops}")
     ok = [t for t in store.trials(study.id) if t.outcome == Outcome.OK and t.time_ms]
     default = [t for t in ok if t.inductor_default]
     if not default:

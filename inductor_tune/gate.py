@@ -56,11 +56,14 @@ def _log_uniform(rng: random.Random, low: int, high: int) -> int:
 
 
 def draw_problems(n: int, seed: int, kernels: Sequence[str] | None, avoid: Container[tuple[int, int]],
-                  max_bytes: int, dtype: str = "bf16") -> list:
+                  max_bytes: int, dtype: str = "bf16", rows: tuple[int, int] = ROWS,
+                  cols: tuple[int, int] = COLS) -> list:
     """n distinct ``evaluate.Problem``s drawn from ``random.Random(seed)``, none at an avoided (rows, cols).
 
     kernels: catalog names (None: the whole catalog); avoid: (rows, cols) pairs kept out for every
-    kernel; max_bytes: bound on ``resident_bytes``.  Raises ValueError when n cannot be drawn.
+    kernel; max_bytes: bound on ``resident_bytes``; rows, cols: inclusive ranges to draw from (a
+    held-out set inside the sizes the rules claim, where the whole space would touch few of them).
+    Raises ValueError when n cannot be drawn.
     """
     from .evaluate import Problem
     from .kernels import CATALOG, Shape, get_kernel
@@ -72,6 +75,9 @@ def draw_problems(n: int, seed: int, kernels: Sequence[str] | None, avoid: Conta
         raise ValueError(f"the seed must be a non-negative integer (got {seed!r})")
     if not max_bytes > 0:
         raise ValueError(f"the size bound must be positive (got {max_bytes!r} bytes)")
+    for what, (low, high), (least, most) in (("rows", rows, ROWS), ("cols", cols, COLS)):
+        if not least <= low <= high <= most:
+            raise ValueError(f"the {what} range {low}:{high} is not within {least}:{most}")
     kernels = list(CATALOG) if kernels is None else list(kernels)
     if not kernels:
         raise ValueError("the gate needs at least one kernel")
@@ -88,16 +94,16 @@ def draw_problems(n: int, seed: int, kernels: Sequence[str] | None, avoid: Conta
         # Every attempt consumes the same three numbers, so the sequence depends only on the seed
         # and on which attempts were rejected.
         kernel = kernels[rng.randrange(len(kernels))]
-        rows, cols = _log_uniform(rng, *ROWS), _log_uniform(rng, *COLS)
-        if (rows, cols) in avoid:
+        m, k = _log_uniform(rng, *rows), _log_uniform(rng, *cols)
+        if (m, k) in avoid:
             rejected["avoided"] += 1
-        elif (kernel, rows, cols) in seen:
+        elif (kernel, m, k) in seen:
             rejected["repeated"] += 1
-        elif resident_bytes(kernel, rows, cols, dtype) > max_bytes:
+        elif resident_bytes(kernel, m, k, dtype) > max_bytes:
             rejected["too large"] += 1
         else:
-            seen.add((kernel, rows, cols))
-            drawn.append(Problem(kernel, Shape(rows, cols), dtype))
+            seen.add((kernel, m, k))
+            drawn.append(Problem(kernel, Shape(m, k), dtype))
     if len(drawn) < n:
         raise ValueError(f"drew only {len(drawn)} of {n} problems in {ATTEMPTS_PER_PROBLEM * n} attempts "
                          f"(rejected: {', '.join(f'{v} {k}' for k, v in rejected.items())}); "
@@ -126,6 +132,8 @@ class Draw:
     max_bytes: int
     problems: tuple[tuple[str, int, int, str], ...]  # (kernel, rows, cols, dtype)
     avoided_from: tuple[str, ...] = ()  # the databases whose shapes were kept out
+    rows: tuple[int, int] = ROWS
+    cols: tuple[int, int] = COLS
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -134,7 +142,8 @@ class Draw:
     def from_json(cls, text: str) -> "Draw":
         data = json.loads(text)
         return cls(data["seed"], data["n"], tuple(data["kernels"]), data["dtype"], data["max_bytes"],
-                   tuple(tuple(p) for p in data["problems"]), tuple(data.get("avoided_from", ())))
+                   tuple(tuple(p) for p in data["problems"]), tuple(data.get("avoided_from", ())),
+                   tuple(data.get("rows", ROWS)), tuple(data.get("cols", COLS)))
 
     def as_problems(self) -> list:
         from .evaluate import Problem
@@ -144,12 +153,14 @@ class Draw:
 
 
 def make_draw(n: int, seed: int, kernels: Sequence[str] | None, avoid: Container[tuple[int, int]],
-              max_bytes: int, dtype: str = "bf16", avoided_from: Sequence[str] = ()) -> Draw:
+              max_bytes: int, dtype: str = "bf16", avoided_from: Sequence[str] = (), rows: tuple[int, int] = ROWS,
+              cols: tuple[int, int] = COLS) -> Draw:
     from .kernels import CATALOG
 
-    problems = draw_problems(n, seed, kernels, avoid, max_bytes, dtype)
+    problems = draw_problems(n, seed, kernels, avoid, max_bytes, dtype, rows, cols)
     return Draw(seed, n, tuple(CATALOG if kernels is None else kernels), dtype, int(max_bytes),
-                tuple((p.kernel, p.shape.rows, p.shape.cols, p.dtype) for p in problems), tuple(avoided_from))
+                tuple((p.kernel, p.shape.rows, p.shape.cols, p.dtype) for p in problems), tuple(avoided_from),
+                tuple(rows), tuple(cols))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -468,10 +468,16 @@ def _is_signature(text: Any) -> bool:
     return all(_REDUCTION_TYPE.fullmatch(t) for t in parts) and types == torch_rules.reductions_key(parts)
 
 
+_OPS = re.compile(r"[a-z][a-z0-9_]*:[0-9]+(\+[a-z][a-z0-9_]*:[0-9]+)*")
+
+
 def _is_envelope(text: Any) -> bool:
     if not isinstance(text, str):
         return False
     fields = [item.partition("=") for item in text.split(",")]
+    ops = fields.pop() if fields and fields[-1][0] == torch_rules.OPS_FIELD else None
+    if ops is not None and not (_OPS.fullmatch(ops[2]) and ops[2].isascii()):
+        return False
     return [name for name, _, _ in fields] == list(torch_rules.ENVELOPE_FIELDS) and all(
         value.isascii() and value.isdigit() for _, _, value in fields)
 
@@ -586,7 +592,9 @@ def _wrapped_functions() -> tuple[tuple[Any, str], ...]:
 def device_matches(heur: Heuristics, props: Any) -> bool:
     """``props`` is torch.cuda.get_device_properties(i) (or anything with major/minor/SM count)."""
     cc = getattr(props, "major", -1) * 10 + getattr(props, "minor", 0)
-    return cc == heur.gpu.cc and getattr(props, "multi_processor_count", None) == heur.gpu.sm_count
+    # The name too: an H100 SXM has an H200's capability and SM count (torch_rules.device_name_matches).
+    return (cc == heur.gpu.cc and getattr(props, "multi_processor_count", None) == heur.gpu.sm_count
+            and getattr(props, "name", None) == heur.gpu.name)
 
 
 class Installation:

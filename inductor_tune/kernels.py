@@ -113,6 +113,10 @@ class KernelSpec:
             (a module in a model cast to bf16).
         outputs: how many (M, N) outputs the function returns; a backward entry gets one gradient
             per output (the pre-norm block returns the normalised and the residual stream).
+        train: a forward entry whose ``grad_inputs`` require gradients, timed as a training step runs
+            its forward: Inductor then compiles the forward graph of the joint graph, whose kernel also
+            saves what the backward needs (RMSNorm's rstd), so it reads and writes other tensors than
+            the inference forward and is another kernel for the rules.
         envelope: ``torch_rules.envelope_text`` of the main kernel under Inductor's default graph flags
             on a GPU, like ``reductions``; "" where not yet probed there.
         reductions: the reduction types of its main kernel under Inductor's default graph flags
@@ -137,6 +141,7 @@ class KernelSpec:
     param_dtype: str = "fp32"
     outputs: int = 1
     envelope: str = ""
+    train: bool = False
 
     def minimal_bytes(self, shape: Shape, dtype: str) -> int:
         """Fewest bytes the op must move through device memory (GB/s is computed from this)."""
@@ -160,7 +165,7 @@ class KernelSpec:
                 t = (0.1 * torch.randn(shape.cols, generator=gen, device=device, dtype=torch.float32)).to(param)
             else:  # pragma: no cover - catalog entries only use the names above
                 raise KeyError(name)
-            tensors[name] = t.requires_grad_(self.backward and name in self.grad_inputs)
+            tensors[name] = t.requires_grad_((self.backward or self.train) and name in self.grad_inputs)
         return tensors
 
     def make_grad_output(self, shape: Shape, dtype: str, device: str, seed: int):
@@ -185,6 +190,12 @@ def _module_pair(name, build, inputs, fwd_traffic, bwd_traffic, description, gra
         _spec(f"{name}_bwd", build, inputs, True, grads, *bwd_traffic, f"gradients of {description}",
               param_dtype="act", **extra),
     )
+
+
+def _train_forward(spec: KernelSpec) -> KernelSpec:
+    """The forward of a module kernel as a training step compiles it (inputs and parameters need grads)."""
+    return dataclasses.replace(spec, name=spec.name.replace("_fwd", "_train_fwd"), train=True, grad_inputs=spec.inputs,
+                               description=f"{spec.description}, training forward (saves what the backward needs)")
 
 
 def _rms_builder(acc):
@@ -266,6 +277,9 @@ CATALOG: dict[str, KernelSpec] = {
                       "attention-style softmax(x / sqrt(128)) in fp32, cast back"),
     )
 }
+# The norms a decoder layer trains with: their forward kernels as a training step compiles them.
+TRAIN_FORWARD_OF = ("nn_rmsnorm_fwd", "nn_layernorm_fwd", "llama_rmsnorm_fwd", "prenorm_rmsnorm_fwd")
+CATALOG.update({(train := _train_forward(CATALOG[name])).name: train for name in TRAIN_FORWARD_OF})
 
 
 def _envelope(row_reads, row_writes, other_reads, other_writes, row_bytes) -> str:
@@ -298,8 +312,61 @@ PROBED_BF16 = {
     # The fp32 softmax of scaled scores keeps max and sum (no online-softmax rewrite).
     "scaled_softmax_fwd": ("max+sum", _envelope(1, 1, 0, 2, 4)),
     "scaled_softmax_bwd": ("sum", _envelope(2, 1, 2, 1, 6)),
+    # Training forwards also write the saved statistics (one more other_write than the inference forward).
+    "nn_rmsnorm_train_fwd": ("sum", _envelope(1, 1, 1, 2, 4)),
+    "nn_layernorm_train_fwd": ("welford_reduce+welford_reduce", _envelope(1, 1, 2, 3, 4)),
+    "llama_rmsnorm_train_fwd": ("sum", _envelope(1, 1, 1, 2, 4)),
+    "prenorm_rmsnorm_train_fwd": ("sum", _envelope(2, 2, 1, 2, 8)),
 }
-CATALOG = {name: dataclasses.replace(spec, reductions=PROBED_BF16[name][0], envelope=PROBED_BF16[name][1])
+# What each reduction kernel of a default bf16 compile computes (``torch_rules.reduction_ops``), keyed by
+# catalog kernel, signature and envelope without op counts: studies that ran before op counts were recorded
+# join their family through this table.  From experiments/probe_envelopes.py on an H200 (torch 2.11.0+cu130,
+# 2026-11-23) at 32768x1024, 8192x2048, 32768x4096 and 16384x8192: the same text at every shape.
+PROBED_OPS: dict[tuple[str, str, str], str] = {
+    ("add_rmsnorm_fwd", "sum", _envelope(2, 2, 1, 1, 8)): "load:1+mul:1+to_dtype:1",
+    ("layernorm_bwd", "sum+sum@backward", _envelope(2, 1, 3, 2, 6)): "load:7+mul:4+sub:1+to_dtype:3",
+    ("layernorm_bwd", "welford_reduce+welford_reduce", _envelope(1, 1, 2, 3, 4)): "load:2+to_dtype:2",
+    ("layernorm_fwd", "welford_reduce+welford_reduce", _envelope(1, 1, 2, 2, 4)): "load:2+to_dtype:2",
+    ("llama_rmsnorm_bwd", "sum", _envelope(1, 1, 1, 2, 4)): "load:1+mul:1+to_dtype:1",
+    ("llama_rmsnorm_bwd", "sum@backward", _envelope(2, 1, 2, 1, 6)): "load:3+mul:2+to_dtype:2",
+    ("llama_rmsnorm_fwd", "sum", _envelope(1, 1, 1, 1, 4)): "load:1+mul:1+to_dtype:1",
+    ("llama_rmsnorm_train_fwd", "sum", _envelope(1, 1, 1, 2, 4)): "load:1+mul:1+to_dtype:1",
+    ("nn_layernorm_bwd", "sum+sum@backward", _envelope(2, 1, 3, 2, 6)): "load:7+mul:4+sub:1+to_dtype:5",
+    ("nn_layernorm_bwd", "welford_reduce+welford_reduce", _envelope(1, 1, 2, 3, 4)): "load:2+to_dtype:2",
+    ("nn_layernorm_fwd", "welford_reduce+welford_reduce", _envelope(1, 1, 2, 2, 4)): "load:2+to_dtype:2",
+    ("nn_layernorm_nobias_bwd", "sum+sum@backward", _envelope(2, 1, 3, 2, 6)): "load:7+mul:4+sub:1+to_dtype:5",
+    ("nn_layernorm_nobias_bwd", "welford_reduce+welford_reduce", _envelope(1, 1, 1, 3, 4)): "load:2+to_dtype:2",
+    ("nn_layernorm_nobias_fwd", "welford_reduce+welford_reduce", _envelope(1, 1, 1, 2, 4)): "load:2+to_dtype:2",
+    ("nn_layernorm_train_fwd", "welford_reduce+welford_reduce", _envelope(1, 1, 2, 3, 4)): "load:2+to_dtype:2",
+    ("nn_rmsnorm_bwd", "sum", _envelope(1, 1, 1, 2, 4)): "load:1+mul:1+to_dtype:1",
+    ("nn_rmsnorm_bwd", "sum@backward", _envelope(2, 1, 2, 1, 6)): "load:4+mul:3+to_dtype:3",
+    ("nn_rmsnorm_fwd", "sum", _envelope(1, 1, 1, 1, 4)): "load:1+mul:1+to_dtype:1",
+    ("nn_rmsnorm_train_fwd", "sum", _envelope(1, 1, 1, 2, 4)): "load:1+mul:1+to_dtype:1",
+    ("prenorm_rmsnorm_bwd", "sum", _envelope(2, 2, 1, 2, 8)): "load:1+mul:1+to_dtype:1",
+    ("prenorm_rmsnorm_bwd", "sum@backward", _envelope(3, 1, 2, 1, 8)): "load:3+mul:2+to_dtype:2",
+    ("prenorm_rmsnorm_fwd", "sum", _envelope(2, 2, 1, 1, 8)): "load:1+mul:1+to_dtype:1",
+    ("prenorm_rmsnorm_train_fwd", "sum", _envelope(2, 2, 1, 2, 8)): "load:1+mul:1+to_dtype:1",
+    ("rmsnorm_bwd", "sum", _envelope(1, 1, 1, 2, 4)): "load:1+mul:1+to_dtype:1",
+    ("rmsnorm_bwd", "sum@backward", _envelope(2, 1, 2, 1, 6)): "load:3+mul:2+to_dtype:2",
+    ("rmsnorm_fwd", "sum", _envelope(1, 1, 1, 1, 4)): "load:1+mul:1+to_dtype:1",
+    ("scaled_softmax_bwd", "max+sum", _envelope(1, 1, 0, 2, 4)): "exp:1+load:3+mul:3+sub:1+to_dtype:2",
+    ("scaled_softmax_bwd", "sum@backward", _envelope(2, 1, 2, 1, 6)): "exp:1+load:4+mul:3+sub:1+to_dtype:2+truediv:1",
+    ("scaled_softmax_fwd", "max+sum", _envelope(1, 1, 0, 2, 4)): "exp:1+load:3+mul:3+sub:1+to_dtype:2",
+    ("softmax_bwd", "online_softmax_reduce+online_softmax_reduce", _envelope(1, 1, 0, 2, 4)): "load:2+to_dtype:2",
+    ("softmax_bwd", "sum@backward", _envelope(2, 1, 2, 1, 6)): "exp:1+load:4+mul:1+sub:1+to_dtype:2+truediv:1",
+    ("softmax_fwd", "online_softmax_reduce+online_softmax_reduce", _envelope(1, 1, 0, 2, 4)): "load:2+to_dtype:2",
+}
+
+
+
+def _probed_envelope(spec: KernelSpec) -> str:
+    """The main kernel's envelope with what its reductions compute, as the probe saw it."""
+    reductions, envelope = PROBED_BF16[spec.name]
+    signature = "+".join(sorted(reductions.split("+"))) + ("@backward" if spec.backward else "")
+    return f"{envelope},ops={PROBED_OPS[(spec.name, signature, envelope)]}"
+
+
+CATALOG = {name: dataclasses.replace(spec, reductions=PROBED_BF16[name][0], envelope=_probed_envelope(spec))
            for name, spec in CATALOG.items()}
 
 # The catalog functions the project first tuned; module kernels are the rest.

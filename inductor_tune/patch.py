@@ -53,9 +53,10 @@ class Hook:
 
 
 def _meta_hook(target: str) -> str:
-    return f"""        # Per-GPU distilled rules (runtime/distilled_reduction_rules.py) key on the fused reductions
-        # and on what the kernel reads and writes.
+    return f"""        # Per-GPU distilled rules (runtime/distilled_reduction_rules.py) key on the fused reductions,
+        # on what the kernel reads, writes and computes, and on the GPU's name.
         # (Names distinct from codegen_kernel's own locals, e.g. its `signature` of kernel arguments.)
+        from ..runtime.distilled_reduction_rules import reduction_device as _distilled_device
         from ..runtime.distilled_reduction_rules import reduction_envelope as _distilled_envelope
         from ..runtime.distilled_reduction_rules import reduction_signature as _distilled_signature
 
@@ -63,6 +64,8 @@ def _meta_hook(target: str) -> str:
             {target}["reduction_signature"] = distilled_signature
         if distilled_envelope := _distilled_envelope(getattr(self, "features", None)):
             {target}["reduction_envelope"] = distilled_envelope
+        if distilled_device := _distilled_device(getattr(self, "features", None)):
+            {target}["reduction_device"] = distilled_device
 """
 
 

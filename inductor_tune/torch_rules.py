@@ -128,6 +128,21 @@ def device_matches(device: Any, table: Table = None) -> bool:
     )
 
 
+def device_name_matches(index: Any, table: Table = None) -> bool:
+    """True where the GPU's marketing name is the table's: an H100 SXM and an H200 share compute
+    capability 9.0 and 132 SMs, and an H200 rule slowed LayerNorm's forward by 2.6 % on an H100.
+    Asked at code generation, in the compiling process (config functions read the answer from
+    ``inductor_meta``, written by ``reduction_device``)."""
+    table = table or TABLE
+    import torch
+
+    try:
+        index = torch.cuda.current_device() if index is None else index
+        return torch.cuda.get_device_properties(index).name == table.gpu
+    except Exception:  # no CUDA runtime to ask: no rule applies
+        return False
+
+
 def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2: int, table: Table = None,
            reductions: Optional[str] = None, envelope: Optional[str] = None):
     """The rule for a kernel; a rule naming reductions only covers kernels with exactly those, and a rule
@@ -150,11 +165,54 @@ def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2
 # -- the kernel's envelope -----------------------------------------------------------------------
 
 ENVELOPE_FIELDS = ("row_reads", "row_writes", "other_reads", "other_writes", "row_bytes")
+OPS_FIELD = "ops"
+# Loop-body bookkeeping that says nothing about what a reduction computes (the reduction types are in the
+# signature already); constants are left out so that an epsilon or a scale folded differently still matches.
+_OPS_IGNORED = frozenset({"output", "reduction", "store_reduction", "constant"})
 
 
-def envelope_text(values: dict) -> str:
-    """Canonical text of an envelope, e.g. 'row_reads=2,row_writes=1,other_reads=2,other_writes=1,row_bytes=6'."""
-    return ",".join(f"{name}={int(values[name])}" for name in ENVELOPE_FIELDS)
+def envelope_text(values: dict, ops: Optional[str] = None) -> str:
+    """Canonical text of an envelope, e.g. 'row_reads=2,row_writes=1,other_reads=2,other_writes=1,row_bytes=6'
+    followed by ',ops=load:3+mul:2+to_dtype:2' where what the kernel's reductions compute is known."""
+    text = ",".join(f"{name}={int(values[name])}" for name in ENVELOPE_FIELDS)
+    return f"{text},{OPS_FIELD}={ops}" if ops else text
+
+
+def ops_text(counts: dict) -> str:
+    """Canonical text of loop-body op counts, e.g. 'load:3+mul:2+to_dtype:2' ('' for none)."""
+    return "+".join(f"{name}:{int(n)}" for name, n in sorted(counts.items()) if n and name not in _OPS_IGNORED)
+
+
+def reduction_ops(nodes) -> Optional[str]:
+    """What the reductions among ``nodes`` compute: the op counts of their loop bodies.
+
+    Two kernels can read and write the same tensors and still be different ops: scaled softmax's
+    backward row kernel (sum of dy*y) and RMSNorm's unfused dx kernel (sum of dy*w*x, casts) share
+    their signature and bytes moved, and a rule fitted on the first slowed the second by 2.5 % on an
+    H200.  Only the reduction nodes count: a mix-order kernel turns the other side's reductions into
+    pointwise code after the split size is chosen, and its reduction nodes are the row-wise side's,
+    so the split-size lookup and the launch-config lookup see the same text.  None where a node
+    does not describe its body (no rule keys on such kernels)."""
+    import collections
+
+    counts: collections.Counter = collections.Counter()
+    found = False
+    for node in nodes:
+        if not node.is_reduction():
+            continue
+        body = getattr(node, "_body", None)
+        if body is None or getattr(body, "op_counts", None) is None:
+            return None
+        counts.update(body.op_counts)
+        found = True
+    return ops_text(counts) if found else None
+
+
+def envelope_without_ops(envelope: Optional[str]) -> Optional[str]:
+    """The read/write part of an envelope (what spaces probed before op counts were recorded stored)."""
+    if not envelope:
+        return envelope
+    return ",".join(part for part in envelope.split(",") if not part.startswith(OPS_FIELD + "="))
 
 
 def envelope_of_nodes(nodes, xnumel: Any, rnumel: Any) -> Optional[str]:
@@ -190,7 +248,7 @@ def envelope_of_nodes(nodes, xnumel: Any, rnumel: Any) -> Optional[str]:
                     pass
             else:
                 counts[other_key] += 1
-    return envelope_text(counts)
+    return envelope_text(counts, reduction_ops(nodes))
 
 
 def _dep_numel(dep: Any, memory_dep_type: type) -> int:
@@ -278,6 +336,8 @@ def rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, 
     # Written into inductor_meta at codegen (the patch's hook in codegen/triton.py).
     signature = (inductor_meta or {}).get("reduction_signature") or None
     envelope = (inductor_meta or {}).get("reduction_envelope") or None
+    if (inductor_meta or {}).get("reduction_device") != (table or TABLE).gpu:
+        return None
     return lookup(kind, element_size, rnumel, xnumel, table, signature, envelope)
 
 
@@ -294,6 +354,8 @@ def rule_for_features(features, mix_order: bool, table=None):
     nodes = list(features.scheduler_nodes())
     device = nodes[0].get_device() if nodes else None
     if device is None or device.type != "cuda" or not device_matches(DeviceProperties.create(device), table):
+        return None
+    if not device_name_matches(device.index, table):
         return None
     kind = kernel_kind(features.get_reduction_hint(), next_pow2(rnumel), mix_order)
     element_size = element_size_from_buffers(features.buf_accesses())
@@ -369,6 +431,18 @@ def reduction_signature(features) -> str:
     return kernel_signature(kernel_reduction_types(features), graph_is_backward())
 
 
+def reduction_device(features) -> Optional[str]:
+    """codegen/triton.py: the name of the table's GPU where the kernel runs on it, for the config functions."""
+    try:
+        nodes = list(features.scheduler_nodes()) if features is not None else []
+        device = nodes[0].get_device() if nodes else None
+    except Exception:  # kernels without scheduler nodes (templates, foreach): no rule keys on them
+        return None
+    if device is None or device.type != "cuda" or not device_name_matches(device.index):
+        return None
+    return TABLE.gpu
+
+
 def reduction_envelope(features) -> Optional[str]:
     """codegen/triton.py: the kernel's envelope, written into inductor_meta for the config functions."""
     return envelope_of_features(features) if features is not None else None
@@ -420,7 +494,7 @@ def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
     device = node.get_device()
     if rnumel is None or xnumel is None or device is None or device.type != "cuda":
         return None
-    if not device_matches(DeviceProperties.create(device), table):
+    if not device_matches(DeviceProperties.create(device), table) or not device_name_matches(device.index, table):
         return None
     names = [dep.name for dep in (*node.read_writes.reads, *node.read_writes.writes)]
     signature = kernel_signature(reduction_types(node.get_nodes()), graph_is_backward())
