@@ -193,12 +193,16 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
             # Other kernels launch rows / XBLOCK programs, the same ones at any row count, yet a rule still
             # covers only the row counts its family was measured at: the rows no study ran are for
             # Inductor's own heuristics until evidence says otherwise.
+            # Within those buckets, a rule covers the actual rows and reduction lengths between the
+            # smallest and the largest measured: a pow2 bucket reaches down to half its size.
+            spread = fit.points if kind == "mix_order" else [p for g in groups.values() for p in g]
             if kind == "mix_order":
                 rows = (min(p.x_pow2 for p in fit.points), max(p.x_pow2 for p in fit.points))
             else:
                 rows = family_rows
             rules.append(RuleSpec(kind, element_size, (lo, hi), rows, fit.config, fit.evidence, reductions,
-                                  (envelope,) if envelope else ()))
+                                  (envelope,) if envelope else (), (min(p.rows for p in spread), max(p.rows for p in spread)),
+                                  (min(p.cols for p in fit.points), max(p.cols for p in fit.points))))
     return rules
 
 
@@ -243,7 +247,7 @@ NAMED_METHOD = ("the shapes given with --hold-out (every kernel at those MxN): n
 
 def _rule_for(rules: Sequence[RuleSpec], p: ShapePoint) -> RuleSpec | None:
     return next((r for r in rules if r.matches(p.kind, p.element_size, p.r_pow2, p.x_pow2, p.reductions,
-                                                p.envelope)), None)
+                                                p.envelope, p.rows, p.cols)), None)
 
 
 def score(rules: Sequence[RuleSpec], held: Sequence[ShapePoint], params: FitParams = FitParams()) -> list[dict]:

@@ -83,14 +83,20 @@ class RuleSpec:
     # torch_rules.envelope_text of every kernel the evidence measured; the rule covers those alone
     # (empty: any, as in files written before envelopes were recorded).
     envelopes: tuple[str, ...] = ()
+    # Inclusive spans of the actual rows and reduction lengths the evidence measured; None: the pow2
+    # ranges alone (files written before spans were recorded).  See torch_rules.Rule.
+    rows: tuple[int, int] | None = None
+    cols: tuple[int, int] | None = None
 
     def matches(self, kind: str, element_size: int | None, rnumel_pow2: int, xnumel_pow2: int,
-                reductions: str | None = None, envelope: str | None = None) -> bool:
+                reductions: str | None = None, envelope: str | None = None, rows: int | None = None,
+                cols: int | None = None) -> bool:
         return (
             self.kind == kind and self.element_size == element_size
             and self.rnumel[0] <= rnumel_pow2 <= self.rnumel[1] and self.xnumel[0] <= xnumel_pow2 <= self.xnumel[1]
             and (self.reductions is None or self.reductions == reductions)
             and (not self.envelopes or envelope in self.envelopes)
+            and torch_rules.within(self.rows, rows) and torch_rules.within(self.cols, cols)
         )
 
     def describe(self) -> str:
@@ -112,8 +118,8 @@ class Heuristics:
                reductions: str | None = None, envelope: str | None = None) -> RuleSpec | None:
         """The rule covering a kernel (sizes are rounded up to powers of two, as Inductor's hints are)."""
         r, x = torch_rules.next_pow2(rnumel), torch_rules.next_pow2(xnumel)
-        return next((rule for rule in self.rules if rule.matches(kind, element_size, r, x, reductions, envelope)),
-                    None)
+        return next((rule for rule in self.rules
+                     if rule.matches(kind, element_size, r, x, reductions, envelope, xnumel, rnumel)), None)
 
     def table(self) -> torch_rules.Table:
         """The config rules as torch_rules consults them (keep-default rules need no entry)."""
@@ -124,7 +130,8 @@ class Heuristics:
                 R0_BLOCK=None if r.config.persistent else r.config.R0_BLOCK,
                 num_stages=1 if r.config.persistent else r.config.num_stages,
                 RSPLIT_SIZE=r.config.RSPLIT_SIZE, NUM_STAGES=r.config.NUM_STAGES, reductions=r.reductions,
-                envelopes=tuple(r.envelopes),
+                envelopes=tuple(r.envelopes), rows=tuple(r.rows) if r.rows else None,
+                cols=tuple(r.cols) if r.cols else None,
             )
             for r in self.rules if r.config is not None
         )
@@ -195,6 +202,10 @@ def _rule_dict(rule: RuleSpec) -> dict[str, Any]:
     })
     if rule.envelopes:
         out["envelopes"] = list(rule.envelopes)
+    if rule.rows:
+        out["rows"] = list(rule.rows)
+    if rule.cols:
+        out["cols"] = list(rule.cols)
     out["action"] = "config" if rule.config else "keep_default"
     if rule.config:
         out["config"] = _config_dict(rule.config)
@@ -378,7 +389,8 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
             raise HeuristicsError(f"{where}: action {action!r} needs `config` exactly when it is 'config'")
         cfg = _parse_config(r["config"], kind, rnumel, where) if action == "config" else None
         evidence = _parse_evidence(r.get("evidence") or {}, where)
-        rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence, reductions, tuple(envelopes))
+        spans = [_span(r.get(key), f"{where}: {key}") for key in ("rows", "cols")]
+        rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence, reductions, tuple(envelopes), *spans)
         for j, other in enumerate(rules):
             same_kernels = (other.reductions is None or reductions is None or other.reductions == reductions) and (
                 not other.envelopes or not envelopes or set(other.envelopes) & set(envelopes))
@@ -480,6 +492,15 @@ def _is_envelope(text: Any) -> bool:
         return False
     return [name for name, _, _ in fields] == list(torch_rules.ENVELOPE_FIELDS) and all(
         value.isascii() and value.isdigit() for _, _, value in fields)
+
+
+def _span(value: Any, where: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if not (isinstance(value, list) and len(value) == 2 and all(type(v) is int and v > 0 for v in value)
+            and value[0] <= value[1]):
+        raise HeuristicsError(f"{where} must be [low, high]: positive integers, low <= high (the measured span)")
+    return value[0], value[1]
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -59,6 +59,7 @@ def _meta_hook(target: str) -> str:
         from ..runtime.distilled_reduction_rules import reduction_device as _distilled_device
         from ..runtime.distilled_reduction_rules import reduction_envelope as _distilled_envelope
         from ..runtime.distilled_reduction_rules import reduction_signature as _distilled_signature
+        from ..runtime.distilled_reduction_rules import reduction_sizes as _distilled_sizes
 
         if distilled_signature := _distilled_signature(getattr(self, "features", None)):
             {target}["reduction_signature"] = distilled_signature
@@ -66,6 +67,8 @@ def _meta_hook(target: str) -> str:
             {target}["reduction_envelope"] = distilled_envelope
         if distilled_device := _distilled_device(getattr(self, "features", None)):
             {target}["reduction_device"] = distilled_device
+        if distilled_sizes := _distilled_sizes(getattr(self, "features", None)):
+            {target}["reduction_sizes"] = distilled_sizes
 """
 
 

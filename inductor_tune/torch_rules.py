@@ -45,6 +45,11 @@ class Rule:
     reductions: Optional[str] = None  # kernel_signature() of the kernels it covers; None: any
     # envelope_text() of every kernel its evidence was measured on; the rule covers only those.
     envelopes: tuple = ()
+    # Inclusive spans of the actual rows and reduction lengths its evidence measured (None: the pow2
+    # ranges alone).  A pow2 bucket reaches down to half its size: the 8192-row bucket holds 4097 rows,
+    # where a fused backward has half the programs its evidence had.
+    rows: Optional[tuple] = None
+    cols: Optional[tuple] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,14 +148,22 @@ def device_name_matches(index: Any, table: Table = None) -> bool:
         return False
 
 
+def within(span: Optional[tuple], value: Optional[int]) -> bool:
+    """True where a rule's measured span covers ``value`` (an unknown value is outside every span)."""
+    return span is None or (value is not None and span[0] <= value <= span[1])
+
+
 def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2: int, table: Table = None,
-           reductions: Optional[str] = None, envelope: Optional[str] = None):
-    """The rule for a kernel; a rule naming reductions only covers kernels with exactly those, and a rule
-    naming envelopes only kernels whose envelope is one of them (an unknown envelope matches none)."""
+           reductions: Optional[str] = None, envelope: Optional[str] = None, rows: Optional[int] = None,
+           cols: Optional[int] = None):
+    """The rule for a kernel; a rule naming reductions only covers kernels with exactly those, a rule
+    naming envelopes only kernels whose envelope is one of them (an unknown envelope matches none), and a
+    rule with measured spans only kernels of those actual rows and reduction lengths."""
     table = table or TABLE
     for rule in table.rules:
         if (
             rule.kind == kind
+            and within(rule.rows, rows) and within(rule.cols, cols)
             and rule.element_size == element_size
             and rule.rnumel[0] <= rnumel_pow2 <= rule.rnumel[1]
             and rule.xnumel[0] <= xnumel_pow2 <= rule.xnumel[1]
@@ -338,7 +351,8 @@ def rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, 
     envelope = (inductor_meta or {}).get("reduction_envelope") or None
     if (inductor_meta or {}).get("reduction_device") != (table or TABLE).gpu:
         return None
-    return lookup(kind, element_size, rnumel, xnumel, table, signature, envelope)
+    sizes = (inductor_meta or {}).get("reduction_sizes") or (None, None)
+    return lookup(kind, element_size, rnumel, xnumel, table, signature, envelope, sizes[0], sizes[1])
 
 
 def rule_for_features(features, mix_order: bool, table=None):
@@ -360,7 +374,7 @@ def rule_for_features(features, mix_order: bool, table=None):
     kind = kernel_kind(features.get_reduction_hint(), next_pow2(rnumel), mix_order)
     element_size = element_size_from_buffers(features.buf_accesses())
     return lookup(kind, element_size, next_pow2(rnumel), next_pow2(xnumel), table, reduction_signature(features),
-                  envelope_of_features(features))
+                  envelope_of_features(features), xnumel, rnumel)
 
 
 # -- entry points of the patched Inductor functions --------------------------------------------
@@ -443,6 +457,15 @@ def reduction_device(features) -> Optional[str]:
     return TABLE.gpu
 
 
+def reduction_sizes(features) -> Optional[list]:
+    """codegen/triton.py: the kernel's actual [rows, reduction length] (size hints are rounded up to powers
+    of two), for the config functions' measured-span check; None for symbolic sizes."""
+    if features is None:
+        return None
+    sizes = [_static_int(features.numel), _static_int(features.reduction_numel)]
+    return None if None in sizes else sizes
+
+
 def reduction_envelope(features) -> Optional[str]:
     """codegen/triton.py: the kernel's envelope, written into inductor_meta for the config functions."""
     return envelope_of_features(features) if features is not None else None
@@ -507,5 +530,5 @@ def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
     except Exception:  # nodes that do not describe their accesses: only rules without envelopes apply
         envelope = None
     rule = lookup("mix_order", element_size_from_buffers(names), next_pow2(rnumel), next_pow2(xnumel), table, signature,
-                  envelope)
+                  envelope, xnumel, rnumel)
     return None if rule is None else rule.RSPLIT_SIZE
