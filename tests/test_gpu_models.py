@@ -73,7 +73,7 @@ def test_an_oversized_mix_order_rule_is_recorded_not_crashed(tmp_path):
 
     props = torch.cuda.get_device_properties(0)
     gpu = heuristics.GpuSpec(props.name, "test", f"{props.major}.{props.minor}", props.multi_processor_count,
-                             torch.__version__, "any")
+                             str(torch.__version__), "any")
     cfg = SlotConfig(persistent=True, XBLOCK=32, num_warps=32, RSPLIT_SIZE=32, NUM_STAGES=3)
     rule = heuristics.RuleSpec("mix_order", 2, (2048, 2048), (1, X_UNBOUNDED), cfg)
     path = tmp_path / "oversized.yaml"
