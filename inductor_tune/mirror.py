@@ -7,7 +7,7 @@ fewer trials per second than the GPU measures.  The process that holds a study's
 writer, so an in-memory copy is exact: the sampler asks and is told there, and every trial is
 written to the RDB study as well (RUNNING when dispatched, with its heartbeat, then finished), so
 other processes, ``show`` and optuna-dashboard see the same ledger and ``kill -9`` leaves RUNNING
-trials to fail and retry.
+trials for the next run to settle: finished as their stored records say, or failed and retried.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 LOST_ATTR = "lost_process"  # set on a RUNNING trial failed because its process died
+# Set on a RUNNING trial whose process died after storing its record: finished from that record
+# by the next run, so its datetime_complete is that run's, not the measurement's.
+SETTLED_ATTR = "finished_from_record"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,25 +56,88 @@ class MirroredStudy:
 
     # -- recovery -------------------------------------------------------------------------
 
-    def fail_lost(self) -> list[int]:
-        """Fail every RUNNING trial: the caller holds the lease and has dispatched nothing yet."""
-        lost = []
-        for trial in self.storage.get_all_trials(self.study_id, deepcopy=False, states=(TrialState.RUNNING,)):
-            self.storage.set_trial_user_attr(trial._trial_id, LOST_ATTR, True)
-            self.storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-            lost.append(trial.number)
-        return lost
+    def recover(self, recorded: dict[int, tuple[TrialState, float | None, dict[str, Any]]],
+                measured: list[tuple[int, dict[str, Any]]] | None, default: int | None) -> int:
+        """Settle every RUNNING trial, one WARNING line each; returns how many lost trials are queued again.
 
-    def queue_retries(self, measured_params: Iterable[dict[str, Any]]) -> int:
-        """Queue again every lost trial whose params no later trial measured (survives repeated kills)."""
-        done = {_key(p) for p in measured_params}
-        queued = 0
+        The caller holds the lease and has dispatched nothing yet, so each RUNNING trial was left by
+        a process that died (killed, host lost).  One killed after storing its record is finished as
+        that record says (optuna-dashboard would show a FAIL beside an ``ok`` record otherwise) and
+        not measured again.  One killed before is failed, never silently counted, and queued again
+        unless a trial holds its params.
+        ``recorded``: per trial number with a record, what Optuna is told of it (state, value, user
+        attributes).  ``measured``: (number, params) of the records that need no retry; None while
+        the study has no search space.  ``default``: the trial holding Inductor's default's record;
+        None when the default is measured again.
+        """
+        settled, lost = self._settle_running(recorded)
+        for number in settled:
+            state, _, attrs = recorded[number]
+            log.warning("trial %d of %s lost its process after its record was stored; finished %s (%s) as "
+                        "recorded, not measured again", number, self.name, state.name, attrs.get("outcome"))
+        retries = {} if measured is None else self._queue_retries(measured)
+        queued = {number for number, holder in retries.items() if holder is None}
+        for trial in lost:
+            holder = retries.get(trial.number, -1)
+            if holder is None:
+                fate = "failed and queued again"
+            elif holder in queued:
+                fate = f"failed, not queued again: trial {holder}, lost as well, is queued again with its params"
+            elif holder >= 0:
+                fate = f"failed, not queued again: trial {holder} has a record of its params"
+            elif trial.user_attrs.get("inductor_default"):
+                fate = ("failed; Inductor's default is measured again in a new trial" if default is None else
+                        f"failed, not measured again: trial {default} has Inductor's default's record")
+            else:
+                fate = "failed, not queued again: " + ("the study has no search space yet" if trial.params
+                                                       else "it has no params")
+            log.warning("trial %d of %s lost its process before its record was stored; %s", trial.number,
+                        self.name, fate)
+        for number in sorted(queued - {t.number for t in lost}):
+            log.warning("trial %d of %s, lost in an earlier run and not measured since, queued again", number,
+                        self.name)
+        return len(queued)
+
+    def _settle_running(self, recorded) -> tuple[list[int], list[optuna.trial.FrozenTrial]]:
+        """Finish the RUNNING trials with a record as recorded, fail the rest as lost; returns the
+        numbers finished and the trials failed."""
+        finished, failed = [], []
+        for trial in self.storage.get_all_trials(self.study_id, deepcopy=False, states=(TrialState.RUNNING,)):
+            if trial.number not in recorded:
+                self.storage.set_trial_user_attr(trial._trial_id, LOST_ATTR, True)
+                self.storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+                failed.append(trial)
+                continue
+            state, value, user_attrs = recorded[trial.number]
+            for key, val in {**user_attrs, SETTLED_ATTR: True}.items():
+                self.storage.set_trial_user_attr(trial._trial_id, key, val)
+            self.storage.set_trial_state_values(trial._trial_id, state, [value] if value is not None else None)
+            if trial.params and state in (TrialState.COMPLETE, TrialState.PRUNED):  # as __init__ loads them
+                self.shadow.add_trial(self.storage.get_trial(trial._trial_id))
+            finished.append(trial.number)
+        return finished, failed
+
+    def _queue_retries(self, measured: Iterable[tuple[int, dict[str, Any]]]) -> dict[int, int | None]:
+        """Queue again every lost trial whose params no trial measured (survives repeated kills).
+
+        Returns, for every lost trial with params, None where it was queued again, else the number
+        of the trial that holds its params: one that measured them, or a lost one queued again.
+        """
+        holder: dict[tuple, int] = {}
+        for number, params in measured:
+            holder.setdefault(_key(params), number)
+        retries: dict[int, int | None] = {}
         for trial in self.storage.get_all_trials(self.study_id, deepcopy=False, states=(TrialState.FAIL,)):
-            if trial.user_attrs.get(LOST_ATTR) and trial.params and _key(trial.params) not in done:
-                self.shadow.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number}, skip_if_exists=False)
-                done.add(_key(trial.params))
-                queued += 1
-        return queued
+            if not (trial.user_attrs.get(LOST_ATTR) and trial.params):
+                continue
+            key = _key(trial.params)
+            if key in holder:
+                retries[trial.number] = holder[key]
+                continue
+            self.shadow.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number}, skip_if_exists=False)
+            holder[key] = trial.number
+            retries[trial.number] = None
+        return retries
 
     def enqueue(self, params: dict[str, Any], user_attrs: dict[str, Any] | None = None) -> None:
         """Queue params for the next ask; ``user_attrs`` go with the trial to the RDB study."""
@@ -110,8 +176,8 @@ class MirroredStudy:
         """A trial finished as soon as it is asked (illegal config, reused measurement).
 
         ``store_record(number)`` writes the project's record while the Optuna trial is still
-        RUNNING, so a kill in between leaves a trial that the next run fails, never a finished
-        Optuna trial without its record.
+        RUNNING, so a kill in between leaves a RUNNING trial that the next run finishes as its
+        record says (``recover``), never a finished Optuna trial without its record.
         """
         template = create_trial(
             state=TrialState.RUNNING, params=trial.params, distributions=trial.distributions,

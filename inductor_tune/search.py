@@ -228,12 +228,8 @@ class Tuner:
         width = self._workers_for(problem)
         self.pool.release(keep=width)
         log.info("study %s: %d worker(s)", name, width)
-        # This process holds the study's lease and has dispatched nothing yet, so every trial still
-        # RUNNING was left by a process that died (killed, host lost): it is failed, and queued
-        # again below unless a later trial measured its params, so it is never silently counted.
-        for number in study.fail_lost():
-            log.warning("trial %d of %s lost its process; failed and queued again", number, name)
         space = SearchSpace.from_json(record.space_json) if record.space_json else None
+        retries = self._recover(study, record.id, space)
         if space is None:
             space = self._first_phase(study, record.id, problem, width)
             try:
@@ -241,11 +237,26 @@ class Tuner:
             except ValueError as exc:
                 raise StudyFailed(f"skipping {name}: {exc}") from None
             self.store.set_space(record.id, space.to_json())
-        self._search(study, record.id, problem, space, width)
+        self._search(study, record.id, problem, space, width, retries)
         self._verdict(study, record.id, problem)
         if self.replayed:
             self._check_replay_coverage(name, record.id)
         return name
+
+    def _recover(self, study: MirroredStudy, study_id: int, space: SearchSpace | None) -> int:
+        """Settle the trials a dead process left RUNNING (``MirroredStudy.recover``), told as their
+        stored records say; returns how many lost trials are queued again."""
+        records = self.store.trials(study_id)
+        told = {r.trial_number: self._told(Measurement(r.outcome, r.reason, time_ms=r.time_ms, gbps=r.gbps))
+                for r in records}
+        # Sampled trials exist only once the space is stored: before, no lost trial has params to retry.
+        measured = None if space is None else [
+            (r.trial_number, params_of(TrialConfig.from_json(r.config_json), space))
+            for r in records if r.outcome != Outcome.CONSTRAINT and not r.inductor_default
+        ]
+        # As _first_phase decides: without this record, the default is measured again.
+        default = next((r.trial_number for r in records if r.inductor_default and r.slots_json), None)
+        return study.recover(told, measured, default)
 
     def _check_replay_coverage(self, name: str, study_id: int) -> None:
         """One WARNING line when a replayed verdict rests on few recorded measurements."""
@@ -302,7 +313,8 @@ class Tuner:
             structures.append((flags, tuple(result)))
         return SearchSpace(tuple(structures))
 
-    def _search(self, study: MirroredStudy, study_id: int, problem: Problem, space: SearchSpace, width: int) -> None:
+    def _search(self, study: MirroredStudy, study_id: int, problem: Problem, space: SearchSpace, width: int,
+                retries: int) -> None:
         records = self.store.trials(study_id)
         measured = [r for r in records if r.outcome != Outcome.CONSTRAINT]
         seen: dict[str, Any] = {r.config_json: r for r in measured if r.outcome == Outcome.OK}
@@ -310,11 +322,6 @@ class Tuner:
         default_rec = next((r for r in records if r.inductor_default and r.outcome == Outcome.OK), None)
         default_ms = default_rec.time_ms if default_rec else None
         budget = self.exp.trials - len(measured)
-        retries = study.queue_retries(
-            params_of(TrialConfig.from_json(r.config_json), space) for r in measured if not r.inductor_default
-        )
-        if retries:
-            log.info("%s: %d lost trial(s) queued again", study.name, retries)
         # Only a fresh study: a resumed one (lost trials included) has already spent its first trials.
         fresh = not retries and all(r.inductor_default for r in records)
         if fresh and self.exp.warm_start and self.exp.sampler != "grid" and not self.exp.sweep:
@@ -427,6 +434,12 @@ class Tuner:
             attrs["gbps"] = round(m.gbps, 1)
         return attrs
 
+    @classmethod
+    def _told(cls, m: Measurement) -> tuple[optuna.trial.TrialState, float | None, dict[str, Any]]:
+        """What Optuna is told of a measurement: its state, its value (COMPLETE only), its user attributes."""
+        state = cls._state(m)
+        return state, m.time_ms if state == optuna.trial.TrialState.COMPLETE else None, cls._attrs(m)
+
     @staticmethod
     def _state(m: Measurement) -> optuna.trial.TrialState:
         if m.outcome == Outcome.OK:
@@ -437,18 +450,16 @@ class Tuner:
 
     def _record(self, study: MirroredStudy, study_id: int, flight: _InFlight, m: Measurement, default_ms):
         """Store a dispatched trial's record, then finish it in both studies (a kill in between
-        leaves it RUNNING: the next run fails it and, having its record, does not measure it again)."""
-        state = self._state(m)
+        leaves it RUNNING: the next run finishes it from its record, see ``_recover``)."""
+        state, value, attrs = self._told(m)
         rec = self._store_record(study, study_id, flight.ledgered.number, flight.config, flight.trial, m, default_ms)
-        study.finish(flight.trial, flight.ledgered, state, m.time_ms if state == optuna.trial.TrialState.COMPLETE else None,
-                     self._attrs(m))
+        study.finish(flight.trial, flight.ledgered, state, value, attrs)
         return rec
 
     def _record_now(self, study: MirroredStudy, study_id: int, trial, config: TrialConfig | None, m: Measurement, default_ms):
         """Record a trial that needs no worker: an illegal config or a reused measurement."""
-        state = self._state(m)
         return study.record(
-            trial, state, m.time_ms if state == optuna.trial.TrialState.COMPLETE else None, self._attrs(m),
+            trial, *self._told(m),
             lambda number: self._store_record(study, study_id, number, config, trial, m, default_ms),
         )
 

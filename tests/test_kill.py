@@ -1,4 +1,5 @@
-"""kill -9 of `inductor-tune tune` at random points, then the same command again: nothing lost.
+"""kill -9 of `inductor-tune tune` at random points, then the same command again: nothing lost, and
+Optuna's ledger says what it_trial says.
 
 The kills land at states, not times: after a random number of newly stored trials, however slowly a
 loaded machine gets there (a fixed sleep killed a 2-core machine's first run before its database existed).
@@ -6,8 +7,10 @@ loaded machine gets there (a fixed sleep killed a 2-core machine's first run bef
 
 import contextlib
 import json
+import logging
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -16,8 +19,12 @@ import sys
 import time
 
 import optuna
+import pytest
+
+from test_search import ScriptedPool, _exp
 
 from inductor_tune.records import Outcome
+from inductor_tune.search import Tuner
 from inductor_tune.store import Store
 
 EXPERIMENT = """
@@ -64,6 +71,17 @@ def _wait_for_trials(proc, path, at_least: int, timeout_s: float = 600) -> int:
         time.sleep(0.02)
 
 
+STATES = {Outcome.OK: optuna.trial.TrialState.COMPLETE, Outcome.CONSTRAINT: optuna.trial.TrialState.PRUNED}
+
+
+def _assert_agrees(trial, record) -> None:
+    """The Optuna trial is finished as its it_trial record says, as the tuner tells an unkilled one."""
+    state = STATES.get(record.outcome, optuna.trial.TrialState.FAIL)
+    assert (trial.state, trial.user_attrs.get("outcome")) == (state, record.outcome.value), \
+        f"trial {trial.number} is {trial.state.name} in Optuna but {record.outcome.value} in it_trial"
+    assert trial.value == (record.time_ms if state == optuna.trial.TrialState.COMPLETE else None), trial.number
+
+
 def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
     shutil.copy("db/quack.sqlite", tmp_path / "recorded.sqlite")
     (tmp_path / "killtest.yaml").write_text(EXPERIMENT)
@@ -95,11 +113,96 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
         assert len(keys) == len(set(keys)), "a grid config was measured twice"
         trials = optuna.load_study(study_name=study.name, storage=url).get_trials(deepcopy=False)
         assert not [t for t in trials if t.state == optuna.trial.TrialState.RUNNING]
-        recorded = set(numbers)
+        recorded = {r.trial_number: r for r in records}
         for t in trials:
-            if t.number in recorded:
+            if t.number in recorded:  # however the kill fell, Optuna says what the record says
+                _assert_agrees(t, recorded[t.number])
                 continue
             # Only trials lost with a killed process lack a record: failed, and queued again.
             assert t.state == optuna.trial.TrialState.FAIL, t
             assert any(r.user_attrs.get("retry_of") == t.number for r in trials) or not t.params
         assert store.verdict(study.id) is not None
+
+
+class _Killed(BaseException):
+    """kill -9 at a chosen point: nothing after it runs, not even an ``except Exception``."""
+
+
+class _KilledAfterStoring(Store):
+    """Dies right after storing the first trial record that ``when`` picks: the window between a
+    trial's it_trial record and its Optuna trial's finish, hit on purpose rather than by chance."""
+
+    def __init__(self, url, when):
+        super().__init__(url)
+        self.when = when
+
+    def add_trial(self, *args, **kwargs):
+        record = super().add_trial(*args, **kwargs)
+        if self.when(record):
+            raise _Killed(record.trial_number)
+        return record
+
+
+class _DiesCollecting(ScriptedPool):
+    """Dies waiting for its first results: Inductor's default in flight, nothing stored yet."""
+
+    def collect(self, timeout=0.5):
+        raise _Killed()
+
+
+# The kill windows, one per run: each kind of record, written by each path that stores one (the
+# default's first phase, a dispatched trial with others in flight, a trial finished as it is asked).
+KILLS = {
+    "the default": lambda r: r.inductor_default,
+    "an illegal config": lambda r: r.outcome == Outcome.CONSTRAINT,
+    "a measurement": lambda r: r.outcome == Outcome.OK and not r.inductor_default and "reused" not in r.reason,
+    "a reused measurement": lambda r: "reused" in r.reason,
+    "a failure": lambda r: r.outcome == Outcome.TIMEOUT,
+}
+LOST = re.compile(r"trial (\d+) of \S+ lost its process (before|after) its record was stored; (.*)")
+
+
+def test_a_kill_after_the_record_is_stored_leaves_optuna_agreeing_with_it(tmp_path, caplog):
+    """Killed between a trial's record and its Optuna finish, the next run finishes it as recorded (it
+    was failed as lost, and logged as queued again though nothing was), and every lost trial's line
+    says what became of it."""
+    exp = _exp(tmp_path, 24)
+    caplog.set_level(logging.WARNING)
+    with pytest.raises(_Killed):
+        Tuner(exp, _DiesCollecting(), Store(exp.storage_url)).run()
+    killed = {0: "nothing (the default in flight)"}
+    for what, when in KILLS.items():
+        with pytest.raises(_Killed) as kill:
+            Tuner(exp, ScriptedPool(fail_every=5), _KilledAfterStoring(exp.storage_url, when)).run()
+        killed[kill.value.args[0]] = what
+    store = Store(exp.storage_url)
+    Tuner(exp, ScriptedPool(fail_every=5), store).run()
+
+    (study,) = store.studies()
+    records = {r.trial_number: r for r in store.trials(study.id)}
+    trials = {t.number: t for t in optuna.load_study(study_name=study.name, storage=exp.storage_url).trials}
+    retried = {t.user_attrs.get("retry_of") for t in trials.values()}
+    for t in trials.values():
+        record = records.get(t.number)
+        if record is None:
+            assert t.state == optuna.trial.TrialState.FAIL and t.user_attrs.get("lost_process"), t
+            continue
+        _assert_agrees(t, record)
+    assert sum(r.inductor_default for r in records.values()) == 1  # the default, recorded, is not measured again
+
+    said = {}
+    for message in caplog.messages:
+        if match := LOST.match(message):
+            number, side, what = int(match[1]), match[2], match[3]
+            said[number] = message
+            assert (side == "after") == (number in records), message
+            if side == "after":
+                assert what.startswith(f"finished {trials[number].state.name} "), message
+            elif what == "failed and queued again":
+                assert number in retried, message
+            elif what == "failed; Inductor's default is measured again in a new trial":
+                assert any(r.inductor_default and r.trial_number > number for r in records.values()), message
+            else:
+                assert number not in retried, message
+    for number, what in killed.items():
+        assert number in said, f"nothing logged for trial {number}, killed after storing {what}"
