@@ -9,6 +9,8 @@ import os
 import sys
 import time
 
+from . import __version__
+
 log = logging.getLogger("inductor_tune")
 
 # The replay suggested here writes into a database of its own: replayed into the recording itself,
@@ -44,8 +46,12 @@ def _parser() -> argparse.ArgumentParser:
         prog="inductor-tune",
         description="Tune the launch configs of the reduction kernels TorchInductor generates for norm layers.",
     )
-    p.add_argument("-v", "--verbose", action="count", default=0,
-                   help="more logging: -v progress details (INFO), -vv debug and Optuna's own")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    loudness = p.add_mutually_exclusive_group()
+    loudness.add_argument("-v", "--verbose", action="count", default=0,
+                          help="more logging: -v progress details (INFO), -vv debug and Optuna's own")
+    loudness.add_argument("-q", "--quiet", action="store_true",
+                          help="only the result and errors: no progress bar, no warnings")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("gpus", help="fingerprint of each visible GPU (name, SMs, capability, memory, versions)")
@@ -817,7 +823,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         args = _parser().parse_args(argv)
-        _configure_logging(args.verbose)
+        _configure_logging(args.verbose, args.quiet)
+        if args.quiet and hasattr(args, "no_progress"):
+            args.no_progress = True
         args.argv = list(sys.argv[1:] if argv is None else argv)
         return handlers[args.command](args)
     except (CliError, ExperimentError, StoreError, UnsupportedTorch, HeuristicsError, PatchError,
@@ -831,16 +839,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _configure_logging(verbose: int) -> None:
-    # Quiet by default (a progress bar, the result, warnings); -v: INFO; -vv: DEBUG and Optuna's own chatter.
+def _configure_logging(verbose: int, quiet: bool) -> None:
+    # Quiet by default (a progress bar, the result, warnings); -v: INFO; -vv: DEBUG and Optuna's own chatter;
+    # -q: errors only.
     import warnings
 
     import optuna
 
-    logging.basicConfig(level=logging.WARNING - 10 * min(verbose, 2),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    optuna.logging.set_verbosity(optuna.logging.INFO if verbose >= 2 else optuna.logging.WARNING)
-    if verbose < 2:
+    level = logging.ERROR if quiet else logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    optuna.logging.set_verbosity(optuna.logging.INFO if verbose >= 2 else max(level, optuna.logging.WARNING))
+    if quiet:
+        warnings.simplefilter("ignore")
+    elif verbose < 2:
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
 
