@@ -9,6 +9,8 @@ import os
 import sys
 import time
 
+from . import __version__
+
 log = logging.getLogger("inductor_tune")
 
 # The replay suggested here writes into a database of its own: replayed into the recording itself,
@@ -44,8 +46,12 @@ def _parser() -> argparse.ArgumentParser:
         prog="inductor-tune",
         description="Tune the launch configs of the reduction kernels TorchInductor generates for norm layers.",
     )
-    p.add_argument("-v", "--verbose", action="count", default=0,
-                   help="more logging: -v progress details (INFO), -vv debug and Optuna's own")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    loudness = p.add_mutually_exclusive_group()
+    loudness.add_argument("-v", "--verbose", action="count", default=0,
+                          help="more logging: -v progress details (INFO), -vv debug and Optuna's own")
+    loudness.add_argument("-q", "--quiet", action="store_true",
+                          help="only the result and errors: no progress bar, no warnings")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("gpus", help="fingerprint of each visible GPU (name, SMs, capability, memory, versions)")
@@ -194,8 +200,7 @@ def _storage_url(text: str) -> str:
 
 
 def cmd_gpus(args) -> int:
-    import torch
-
+    torch = _import_torch("gpus")
     if not torch.cuda.is_available():
         raise CliError(NO_GPU.format(cmd="gpus"))
     from .evaluate import gpu_fingerprint
@@ -293,7 +298,6 @@ def cmd_tune(args) -> int:
     if sweep:  # every legal config: no trial budget
         exp = dataclasses.replace(exp, sweep=True, trials=SWEEP_TRIALS)
     gpus = _gpu_list(args.gpus) if args.gpus else [_gpu_index(args.gpu)]
-    from .choices import check_torch_supported
     from .store import check_url
 
     if args.replay:  # before the storage is touched (created, or its folder made)
@@ -301,10 +305,11 @@ def cmd_tune(args) -> int:
     if exp.storage_url.startswith("sqlite:///db/"):
         os.makedirs("db", exist_ok=True)
     check_url(exp.storage_url, create=True)
-    check_torch_supported()
-    import torch
-
+    torch = _import_torch(args.command)
+    from .choices import check_torch_supported
     from .workers import BackendSpec
+
+    check_torch_supported()
 
     if args.replay:
         backend = BackendSpec("replay", _storage_url(args.replay))
@@ -408,8 +413,8 @@ DEFAULT_VALIDATE_KERNELS = "rmsnorm_fwd,rmsnorm_bwd,layernorm_fwd,layernorm_bwd,
 
 def cmd_validate(args) -> int:
     from . import experiment as experiment_mod
-    from .evaluate import Problem
     from .heuristics import HeuristicsError, load
+    from .problem import Problem
     from .records import TimingSpec
     from .store import Store, check_url
 
@@ -451,8 +456,7 @@ def cmd_validate(args) -> int:
     storage = _storage_url(args.storage)
     _refuse_storage_among(storage, dbs, "db/validation.sqlite")
     check_url(storage, create=True)
-    import torch
-
+    torch = _import_torch("validate")
     if not torch.cuda.is_available():
         raise CliError(NO_GPU.format(cmd="validate"))
     from tqdm import tqdm
@@ -586,8 +590,7 @@ def cmd_validate_models(args) -> int:
     storage = _storage_url(args.storage)
     _gpu_index(args.gpu)
     check_url(storage, create=True)
-    import torch
-
+    torch = _import_torch("validate")
     if not torch.cuda.is_available():
         raise CliError(NO_GPU.format(cmd="validate --models"))
     if not 0 <= args.gpu < torch.cuda.device_count():
@@ -668,6 +671,7 @@ def cmd_demo(args) -> int:
             raise CliError(f"cannot create --out {args.out}: {exc.strerror or exc}") from None
         if not os.access(args.out, os.W_OK | os.X_OK):
             raise CliError(f"--out {args.out} is not writable")
+    _import_torch("demo")  # its tune and crossmeasure steps need it: say so before the first step runs
     written = demo.run(args.out, args.trials)
     print("demo finished; everything was replayed from db/sweeps.sqlite (measured on an H200), nothing measured here:")
     for what, path in written.items():
@@ -721,6 +725,7 @@ def cmd_crossmeasure(args) -> int:
         print(crossmeasure.describe(items))
         print(f"{len(items)} shapes, {sum(len(i.configs) for i in items)} (shape, config) pairs")
         return 0
+    torch = _import_torch("crossmeasure")
     from .choices import check_torch_supported
     from .workers import BackendSpec, WorkerPool
 
@@ -728,8 +733,6 @@ def cmd_crossmeasure(args) -> int:
     if args.replay:
         backend = BackendSpec("replay", _storage_url(args.replay))
     else:
-        import torch
-
         backend = BackendSpec()
         if not torch.cuda.is_available():
             raise CliError(NO_GPU.format(cmd="crossmeasure"))
@@ -820,25 +823,43 @@ def cmd_patch(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .choices import UnsupportedTorch
-    from .experiment import ExperimentError
-    from .heuristics import HeuristicsError
-    from .patch import PatchError
-    from .store import StoreError
-    from .workers import WorkerStartError
+def _import_torch(command: str):
+    """torch, imported only once a command needs it; where it cannot be, one line says so."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise CliError(f"`{command}` needs torch, which cannot be imported here: {exc}") from None
+    return torch
 
+
+# The errors reported as one line besides CliError.  Only a module already imported can have raised one,
+# so they are looked up there, and catching them imports nothing (choices would import all of torch).
+ONE_LINE_ERRORS = ("choices.UnsupportedTorch", "experiment.ExperimentError", "heuristics.HeuristicsError",
+                   "patch.PatchError", "store.StoreError", "workers.WorkerStartError")
+
+
+def _one_line_errors() -> tuple[type[Exception], ...]:
+    found = [CliError]
+    for path in ONE_LINE_ERRORS:
+        module, _, name = path.rpartition(".")
+        if f"{__package__}.{module}" in sys.modules:
+            found.append(getattr(sys.modules[f"{__package__}.{module}"], name))
+    return tuple(found)
+
+
+def main(argv: list[str] | None = None) -> int:
     handlers = {
         "gpus": cmd_gpus, "tune": cmd_tune, "sweep": cmd_tune, "show": cmd_show, "report": cmd_report,
         "distill": cmd_distill, "crossmeasure": cmd_crossmeasure, "patch": cmd_patch, "validate": cmd_validate, "bench-search": cmd_bench_search, "demo": cmd_demo,
     }
     try:
         args = _parser().parse_args(argv)
-        _configure_logging(args.verbose)
+        _configure_logging(args.verbose, args.quiet)
+        if args.quiet and hasattr(args, "no_progress"):
+            args.no_progress = True
         args.argv = list(sys.argv[1:] if argv is None else argv)
         return handlers[args.command](args)
-    except (CliError, ExperimentError, StoreError, UnsupportedTorch, HeuristicsError, PatchError,
-            WorkerStartError) as exc:
+    except _one_line_errors() as exc:  # evaluated only once something is raised
         return _error(str(exc))
     except OSError as exc:  # a path given on the command line or in a file that cannot be used
         where = f"{exc.filename}: " if exc.filename else ""
@@ -848,16 +869,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _configure_logging(verbose: int) -> None:
-    # Quiet by default (a progress bar, the result, warnings); -v: INFO; -vv: DEBUG and Optuna's own chatter.
+def _configure_logging(verbose: int, quiet: bool) -> None:
+    # Quiet by default (a progress bar, the result, warnings); -v: INFO; -vv: DEBUG and Optuna's own chatter;
+    # -q: errors only.
     import warnings
 
     import optuna
 
-    logging.basicConfig(level=logging.WARNING - 10 * min(verbose, 2),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    optuna.logging.set_verbosity(optuna.logging.INFO if verbose >= 2 else optuna.logging.WARNING)
-    if verbose < 2:
+    level = logging.ERROR if quiet else logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    optuna.logging.set_verbosity(optuna.logging.INFO if verbose >= 2 else max(level, optuna.logging.WARNING))
+    if quiet:
+        warnings.simplefilter("ignore")
+    elif verbose < 2:
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
 

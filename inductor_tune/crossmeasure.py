@@ -26,8 +26,7 @@ from typing import Sequence
 
 from .distill import size_groups
 from .evidence import ShapePoint, probe_point
-from .evaluate import Problem
-from .kernels import Shape
+from .problem import Problem, Shape
 from .records import TimingSpec
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, SlotConfig, TrialConfig, slot_violations
 

@@ -25,23 +25,12 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import choices
-from .kernels import DTYPES, TOLERANCES, KernelSpec, Shape, get_kernel
+from .kernels import DTYPES, TOLERANCES
+from .problem import Problem
 from .records import Measurement, Outcome, TimingSpec
 from .space import DEFAULT_FLAGS, GraphFlags, KernelSlot, TrialConfig
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class Problem:
-    kernel: str
-    shape: Shape
-    dtype: str
-    seed: int = 0
-
-    @property
-    def spec(self) -> KernelSpec:
-        return get_kernel(self.kernel)
 
 
 def classify_exception(exc: BaseException) -> Outcome:

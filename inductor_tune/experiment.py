@@ -10,7 +10,8 @@ from typing import Any, Sequence
 
 import yaml
 
-from .kernels import CATALOG, DTYPES, Shape
+from .kernels import CATALOG
+from .problem import DTYPE_NAMES, Problem, Shape
 from .records import TimingSpec
 
 SAMPLERS = ("tpe", "random", "grid", "cmaes", "gp")
@@ -50,8 +51,6 @@ class Experiment:
         return self.storage or f"sqlite:///db/{self.name}.sqlite"
 
     def problems(self):
-        from .evaluate import Problem
-
         return [Problem(k, s, d, self.seed) for k in self.kernels for d in self.dtypes for s in self.shapes]
 
 
@@ -111,9 +110,9 @@ def parse_shapes(value: Any) -> tuple[Shape, ...]:
 
 def parse_dtypes(value: Any) -> tuple[str, ...]:
     names = [str(v).strip() for v in _as_list(value, "dtypes")]
-    unknown = [n for n in names if n not in DTYPES]
+    unknown = [n for n in names if n not in DTYPE_NAMES]
     if unknown or not names:
-        raise ExperimentError(f"unknown dtype(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(DTYPES)}")
+        raise ExperimentError(f"unknown dtype(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(DTYPE_NAMES)}")
     return tuple(dict.fromkeys(names))
 
 

@@ -44,11 +44,11 @@ def resident_factor(kernel: str) -> int:
 
 
 def resident_bytes(kernel: str, rows: int, cols: int, dtype: str) -> int:
-    from .kernels import DTYPES
+    from .problem import ELEMENT_SIZES
 
-    if dtype not in DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
-    return resident_factor(kernel) * rows * cols * DTYPES[dtype].itemsize
+    if dtype not in ELEMENT_SIZES:
+        raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(ELEMENT_SIZES)}")
+    return resident_factor(kernel) * rows * cols * ELEMENT_SIZES[dtype]
 
 
 def _log_uniform(rng: random.Random, low: int, high: int) -> int:
@@ -65,8 +65,8 @@ def draw_problems(n: int, seed: int, kernels: Sequence[str] | None, avoid: Conta
     held-out set inside the sizes the rules claim, where the whole space would touch few of them).
     Raises ValueError when n cannot be drawn.
     """
-    from .evaluate import Problem
-    from .kernels import CATALOG, Shape, get_kernel
+    from .kernels import CATALOG, get_kernel
+    from .problem import Problem, Shape
 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"the gate needs at least one problem (got {n!r})")
@@ -146,8 +146,7 @@ class Draw:
                    tuple(data.get("rows", ROWS)), tuple(data.get("cols", COLS)))
 
     def as_problems(self) -> list:
-        from .evaluate import Problem
-        from .kernels import Shape
+        from .problem import Problem, Shape
 
         return [Problem(k, Shape(rows, cols), dtype) for k, rows, cols, dtype in self.problems]
 

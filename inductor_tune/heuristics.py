@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from . import fallback, torch_rules
-from .choices import TrialChoices, drop_cached_choices, force_config
+from .problem import ELEMENT_SIZES
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, KernelSlot, SlotConfig, TrialConfig, slot_violations
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 FORMAT = "inductor-tune-heuristics/1"
 KINDS = ("inner_persistent", "inner_looped", "outer", "mix_order")
 ENV_VAR = "INDUCTOR_TUNE_HEURISTICS"
-ELEMENT_SIZES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 
 class HeuristicsError(ValueError):
@@ -567,6 +566,8 @@ def apply_rules(features, groups, kernel_kwargs):
         num_stages=rule.num_stages, RSPLIT_SIZE=rule.RSPLIT_SIZE, NUM_STAGES=rule.NUM_STAGES,
     )
     log.debug("heuristic rule %s -> %s", rule, cfg.describe())
+    from .choices import force_config
+
     forced = force_config(kernel_kwargs, cfg, mix)
     fallback.record(rule, envelope, forced["fixed_config"])
     _APPLIED.append(f"{torch_rules.describe_rule(rule)} -> x={features.numel} r={features.reduction_numel}")
@@ -638,6 +639,8 @@ class Installation:
             return
         import torch._inductor.config as inductor_config
 
+        from .choices import drop_cached_choices
+
         self.active = False
         _INSTALLED = None
         inductor_config.inductor_choices_class = self._previous_class
@@ -665,7 +668,8 @@ def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
     """Make later torch.compile calls use the file's rules (a no-op, logged, on another GPU)."""
     global _INSTALLED
     heur = heuristics if isinstance(heuristics, Heuristics) else load(os.fspath(heuristics))
-    from .choices import check_torch_supported
+    # choices (all of torch) only here: reading and writing heuristic files needs no torch.
+    from .choices import TrialChoices, check_torch_supported, drop_cached_choices
 
     check_torch_supported()
     props = _current_device_props()

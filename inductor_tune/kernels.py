@@ -11,15 +11,12 @@ numerics guard compares against, so the reference cannot drift from what is comp
 from __future__ import annotations
 
 import dataclasses
-import math
+import functools
 from typing import Callable
 
-import torch
-import torch.nn.functional as F
+from .problem import ELEMENT_SIZES, Shape, next_pow2  # noqa: F401 - re-exported from their old home
 
 EPS = 1e-6
-
-DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 # Normwise relative error ||out - ref|| / ||ref|| allowed per activation dtype.  A bf16 output carries
 # about 2^-9 relative rounding error per element; a correct kernel lands near 3e-3, a broken one (a
@@ -27,23 +24,26 @@ DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16,
 TOLERANCES: dict[str, float] = {"bf16": 1.6e-2, "fp16": 4e-3, "fp32": 1e-4}
 
 
-@dataclasses.dataclass(frozen=True)
-class Shape:
-    """Rows (M) by reduction length (N) of a 2-D activation."""
+def _import_torch() -> None:
+    """Bind ``torch``, ``F`` and ``DTYPES`` (name -> torch dtype) here on first need, not at import.
 
-    rows: int
-    cols: int
+    The read-only commands read this catalog and must not pay seconds for torch.  The kernel
+    functions read ``torch`` and ``F`` as this module's globals, as before: Dynamo traces them, so
+    they must be the modules themselves by then, which ``KernelSpec.build`` sees to.
+    """
+    global torch, F, DTYPES
+    if "DTYPES" not in globals():
+        import torch
+        import torch.nn.functional as F
 
-    @classmethod
-    def parse(cls, text: str) -> "Shape":
-        parts = text.lower().replace(" ", "").split("x")
-        # ASCII digits only: str.isdigit() also accepts full-width and superscript digits ('１２', '²').
-        if len(parts) != 2 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
-            raise ValueError(f"shape {text!r} is not of the form MxN with positive integers, e.g. 32768x4096")
-        return cls(int(parts[0]), int(parts[1]))
+        DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
-    def __str__(self) -> str:
-        return f"{self.rows}x{self.cols}"
+
+def __getattr__(name: str):
+    if name == "DTYPES":  # ``from .kernels import DTYPES`` still works, importing torch then
+        _import_torch()
+        return DTYPES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _acc(dtype: torch.dtype) -> torch.dtype:
@@ -145,13 +145,14 @@ class KernelSpec:
 
     def minimal_bytes(self, shape: Shape, dtype: str) -> int:
         """Fewest bytes the op must move through device memory (GB/s is computed from this)."""
-        element = torch.empty((), dtype=DTYPES[dtype]).element_size()
+        element = ELEMENT_SIZES[dtype]
         activations = (self.activation_reads + self.activation_writes) * shape.rows * shape.cols * element
         param = 4 if self.param_dtype == "fp32" else element
         return activations + self.vector_traffic * shape.cols * param
 
     def make_inputs(self, shape: Shape, dtype: str, device: str, seed: int) -> dict[str, torch.Tensor]:
         """Random inputs (never zeros: zeros hide unwritten outputs and run unrealistically fast)."""
+        _import_torch()
         gen = torch.Generator(device=device).manual_seed(seed)
         act = DTYPES[dtype]
         param = torch.float32 if self.param_dtype == "fp32" else act
@@ -170,6 +171,7 @@ class KernelSpec:
 
     def make_grad_output(self, shape: Shape, dtype: str, device: str, seed: int):
         """One gradient per output: a tensor, or a tuple for functions with several outputs."""
+        _import_torch()
         gen = torch.Generator(device=device).manual_seed(seed + 1)
         grads = tuple(torch.randn(shape.rows, shape.cols, generator=gen, device=device, dtype=DTYPES[dtype])
                       for _ in range(self.outputs))
@@ -178,8 +180,19 @@ class KernelSpec:
 
 def _spec(name, build, inputs, backward, grad_inputs, reads, writes, vectors, description, reductions="", **extra
           ) -> KernelSpec:
-    return KernelSpec(name, build, inputs, backward, grad_inputs, reads, writes, vectors, description, reductions,
-                      **extra)
+    return KernelSpec(name, _torch_first(build), inputs, backward, grad_inputs, reads, writes, vectors, description,
+                      reductions, **extra)
+
+
+def _torch_first(build):
+    """``build``, binding torch here before it makes the function Dynamo traces (see ``_import_torch``)."""
+
+    @functools.wraps(build)
+    def built(acc):
+        _import_torch()
+        return build(acc)
+
+    return built
 
 
 def _module_pair(name, build, inputs, fwd_traffic, bwd_traffic, description, grad_inputs=None, **extra):
@@ -380,7 +393,3 @@ def get_kernel(name: str) -> KernelSpec:
         return CATALOG[name]
     except KeyError:
         raise ValueError(f"unknown kernel {name!r}; known kernels: {', '.join(CATALOG)}") from None
-
-
-def next_pow2(n: int) -> int:
-    return 1 << max(0, math.ceil(math.log2(n)))

@@ -26,9 +26,9 @@ from typing import Any
 import optuna
 
 from . import stats, warmstart
-from .evaluate import Problem
 from .experiment import Experiment
 from .mirror import Ledgered, MirroredStudy
+from .problem import Problem
 from .records import Measurement, Outcome
 from .space import (
     DEFAULT_FLAGS, INDUCTOR_DEFAULT, ConstraintViolation, GraphFlags, KernelSlot, SearchSpace, TrialConfig, params_of,

@@ -1,6 +1,7 @@
 """The command line is quiet by default: a progress bar and the result, no INFO lines, no Optuna chatter.
 
-``-v`` adds the INFO lines (tests/test_parallel.py reads them from `-v tune`); ``-vv`` debug and Optuna's own.
+``-v`` adds the INFO lines (tests/test_parallel.py reads them from `-v tune`); ``-vv`` debug and Optuna's own;
+``-q`` leaves the result and errors alone.
 """
 
 import shutil
@@ -41,6 +42,17 @@ def test_tune_shows_a_progress_bar_and_the_result_and_nothing_else(tmp_path):
     assert "tuning:" in err and "6/6" in err  # the one progress bar, to its end
     assert [line for line in err.replace("\r", "\n").splitlines() if line.strip() and "tuning:" not in line] == [], err
     assert "rmsnorm_fwd" in out and "improved [replayed]" in out and "search throughput" in out
+
+
+def test_q_leaves_the_result_and_nothing_else(tmp_path):
+    shutil.copy("db/quack.sqlite", tmp_path / "recorded.sqlite")
+    (tmp_path / "quiet.yaml").write_text(EXPERIMENT)
+    code, out, err = run("-q", "tune", str(tmp_path / "quiet.yaml"), "--replay", str(tmp_path / "recorded.sqlite"),
+                         "--storage", str(tmp_path / "run.sqlite"))
+    assert (code, err) == (0, ""), err  # no progress bar
+    assert "rmsnorm_fwd" in out and "improved [replayed]" in out and "search throughput" in out
+    code, _, err = run("-q", "tune", str(tmp_path / "absent.yaml"))
+    assert code == 2 and err.startswith("inductor-tune: error: ") and "absent.yaml" in err
 
 
 def test_distill_logs_info_only_with_v(tmp_path):
