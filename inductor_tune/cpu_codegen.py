@@ -92,14 +92,15 @@ def _compile_on_fake_cuda(fn, inputs, captured: Callable[[], bool]) -> None:
 
 
 def generate_sources(
-    fn: Callable[..., object], inputs: list[tuple[tuple[int, ...], torch.dtype]], major: int = 9, sm_count: int = 132
+    fn: Callable[..., object], inputs: list[tuple[tuple[int, ...], torch.dtype]], major: int = 9, sm_count: int = 132,
+    name: str = "NVIDIA H200",
 ) -> list[str]:
     """Inductor's wrapper code for ``fn`` with whatever choices hook is configured (no tuning plan)."""
     import torch._inductor.config as inductor_config
     from torch._inductor.graph import GraphLowering
 
     sources: list[str] = []
-    with fake_cuda(major, sm_count), inductor_config.patch(force_disable_caches=True, compile_threads=1), \
+    with fake_cuda(major, sm_count, name), inductor_config.patch(force_disable_caches=True, compile_threads=1), \
             mock.patch.object(GraphLowering, "save_output_code", staticmethod(sources.append)):
         _compile_on_fake_cuda(fn, inputs, captured=lambda: bool(sources))
     return sources

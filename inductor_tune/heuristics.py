@@ -95,7 +95,10 @@ class RuleSpec:
             and self.rnumel[0] <= rnumel_pow2 <= self.rnumel[1] and self.xnumel[0] <= xnumel_pow2 <= self.xnumel[1]
             and (self.reductions is None or self.reductions == reductions)
             and (not self.envelopes or envelope in self.envelopes)
-            and torch_rules.within(self.rows, rows) and torch_rules.within(self.cols, cols)
+            # Sizes not given (a fit's pow2 bookkeeping): the buckets alone.  Lookups of real kernels
+            # (``lookup``, torch_rules) always pass them.
+            and (rows is None or torch_rules.within(self.rows, rows))
+            and (cols is None or torch_rules.within(self.cols, cols))
         )
 
     def describe(self) -> str:

@@ -114,7 +114,8 @@ def _props(cc=90, sms=132):
 def _configs(th, rule, device, signature=SIGNATURE, reductions="rule"):
     """The configs ``th``'s config function gives for a kernel in the rule's range; ``reductions`` is
     the kernel signature the patched codegen wrote into inductor_meta ("rule": the rule's own)."""
-    meta = {"num_load": 2, "num_store": 1, "num_reduction": 1}
+    # codegen writes the GPU's name where it is the table's (the device check is the props' here)
+    meta = {"num_load": 2, "num_store": 1, "num_reduction": 1, "reduction_device": "NVIDIA H200"}
     reductions = rule.reductions if reductions == "rule" else reductions
     if reductions is not None:
         meta["reduction_signature"] = reductions
