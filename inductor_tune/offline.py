@@ -39,7 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What the groups below leave to the host (pandas and matplotlib: the groups of those names pack them
 # for a host without).  install.sh names them, so that a host without one knows what pip will ask for.
 HOST_PROVIDES = ("torch", "triton", "numpy", "scipy", "pyyaml", "packaging", "typing-extensions", "pandas",
-                 "matplotlib", "cuda-python (the CUTLASS DSL's bindings)")
+                 "matplotlib", "cuda-bindings (the CUDA bindings the CUTLASS DSL imports)")
 # name -> (the packages install.sh names, every wheel to download).  Pins: the versions tested together
 # (core, dashboard: CI and the H200 host; peers: the versions peers.py wraps).
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -175,7 +175,7 @@ def install_script(p: Plan, project_wheel: str) -> str:
         f"# inductor_tune {__version__}: wheelhouse {MARKER},",
         f"# for CPython {p.python_version} on {', '.join(p.platforms)}; groups: {', '.join(p.groups)}.",
         f"# Expects on the host: {', '.join(HOST_PROVIDES)}.",
-        "# Installs from this folder only, never an index:  bash install.sh [pip options, e.g. --user]",
+        "# Installs from this folder only, never an index:  bash install.sh [pip options, e.g. --user outside a venv]",
         "# (not --target: pip then ignores what the host has installed and looks for all of it here).",
         "# $PYTHON picks the interpreter (default python3).",
         "set -euo pipefail",
@@ -186,8 +186,8 @@ def install_script(p: Plan, project_wheel: str) -> str:
     ]
     if "peers" in p.groups:
         lines += [
-            "# Without their declared dependencies: torch, triton and the CUDA bindings come with the host's",
-            "# CUDA stack, and resolving them would look for torch in this folder.",
+            "# Without their declared dependencies: torch, triton and the CUDA bindings are the host's; resolving",
+            "# would look for torch here, and for cuda-python, which the DSL declares where hosts have cuda-bindings.",
             f'"$py" -m pip install --no-index --find-links "$here" --no-deps "$@" {_quote(p.roots("peers"))}',
         ]
     lines += [
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     size = sum(os.path.getsize(os.path.join(out, f)) for f in wheels) / 2**20
     print(f"wrote {len(wheels)} wheels ({size:.0f} MiB) and install.sh to {out}")
     shown = os.path.relpath(script) if not os.path.relpath(script).startswith("..") else script
-    print(f"on the GPU host, with this folder copied there: bash {shown} [--user]")
+    print(f"on the GPU host, with this folder copied there: bash {shown}")
     return 0
 
 

@@ -106,7 +106,7 @@ def _pip_calls(tmp_path, text, *options):
 
 def test_install_script_installs_from_its_own_folder_only(tmp_path):
     text = _script(tmp_path)
-    assert MARKER in text and "CPython 3.12" in text and "cuda-python" in text  # what the host must bring
+    assert MARKER in text and "CPython 3.12" in text and "cuda-bindings" in text  # what the host must bring
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
     calls, out = _pip_calls(tmp_path, text, "--user")
     here = str(tmp_path / "wh")
