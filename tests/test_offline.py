@@ -71,7 +71,8 @@ def test_bad_arguments_are_one_line_and_download_nothing(tmp_path, capsys, monke
     assert not (tmp_path / "wh").exists()
 
 
-def test_an_out_that_pack_did_not_write_is_refused_and_left_alone(tmp_path, capsys):
+def test_an_out_that_pack_did_not_write_is_refused_and_left_alone(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(offline, "_run_pip", lambda *a: pytest.fail("pip was run"))
     (tmp_path / "file").write_text("x")
     assert offline.main(["pack", "--out", str(tmp_path / "file")]) == 2
     assert "exists and is not a folder" in _one_error_line(capsys.readouterr().err)
