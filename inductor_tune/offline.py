@@ -7,8 +7,8 @@ triton and the scientific stack (``HOST_PROVIDES``) but not Optuna and its stora
 dashboard or the peer kernel libraries compared against (Quack and its CUTLASS DSL, Liger).  ``pack``
 downloads those as wheels for the host's Python and platform (``--python-version``, ``--platform``),
 builds this checkout's own wheel beside them and writes ``install.sh``; copy the folder to the host
-and run ``bash wheelhouse/install.sh`` there (pip options such as ``--user`` or ``--target DIR`` pass
-through; ``$PYTHON`` picks the interpreter).
+and run ``bash wheelhouse/install.sh`` there (pip options such as ``--user`` pass through;
+``$PYTHON`` picks the interpreter).
 
 Every wheel is fetched without its dependencies: resolving them for the host's platform would
 download torch and numpy, which the host has.  The groups below list the dependency closure of
@@ -40,8 +40,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # for a host without).  install.sh names them, so that a host without one knows what pip will ask for.
 HOST_PROVIDES = ("torch", "triton", "numpy", "scipy", "pyyaml", "packaging", "typing-extensions", "pandas",
                  "matplotlib", "cuda-bindings (the CUDA bindings the CUTLASS DSL imports)")
-# name -> (the packages install.sh names, every wheel to download).  Pins: the versions tested together
-# (core, dashboard: CI and the H200 host; peers: the versions peers.py wraps).
+# name -> (the packages install.sh names, every wheel to download).  Pins: core as CI and the GPU hosts
+# run it, the dashboard version checked in docs/inspection.md, the peers peers.py wraps.
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "core": (("inductor_tune",), (
         "optuna==5.0.0", "sqlalchemy==2.1.9", "alembic==1.20.1", "mako==1.4.3", "markupsafe==3.0.4",
@@ -56,8 +56,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "pillow==13.0.0", "pyparsing==3.3.3", "python-dateutil==4.0.0", "tzdata==2026.6")),
 }
 DEFAULT_GROUPS = ("core", "dashboard", "peers")
-# pip falls back from one manylinux tag only to the legacy aliases of manylinux2014: the host's
-# glibc takes every tag up to 2.28, listed.
+# pip expands no manylinux_2_N tag to older ones (only manylinux2014 to its aliases), so the tags a
+# host with glibc >= 2.28 accepts are listed one by one; --platform replaces them.
 DEFAULT_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64",
                      "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64")
 # pip names a connection error only in the warning of a retry: with none it says "no matching
@@ -82,12 +82,13 @@ class Plan:
     platforms: tuple[str, ...]
     timeout_s: int
 
-    def specs(self, *groups: str) -> list[str]:
-        """The wheels to download (of ``groups``, default all planned), each once."""
-        return list(dict.fromkeys(s for g in (groups or self.groups) if g in self.groups for s in GROUPS[g][1]))
+    def specs(self) -> list[str]:
+        """The wheels to download, each once (groups share some)."""
+        return list(dict.fromkeys(s for g in self.groups for s in GROUPS[g][1]))
 
     def roots(self, *groups: str) -> list[str]:
-        return [r for g in (groups or self.groups) if g in self.groups for r in GROUPS[g][0]]
+        """What install.sh names of those of ``groups`` that are planned."""
+        return [r for g in groups if g in self.groups for r in GROUPS[g][0]]
 
 
 def _groups(text: str | None, option: str) -> set[str]:
