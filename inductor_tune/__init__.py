@@ -19,6 +19,14 @@ def install(heuristics):
     return _install(heuristics)
 
 
+def load_trials(db, gpu=None, kernel=None):
+    """Every trial stored in a database (file, URL or ``Store``) as a pandas DataFrame, one row each:
+    its study, outcome, times, GB/s, speedup over the default and launch config (``tables.load_trials``)."""
+    from .tables import load_trials as _load_trials
+
+    return _load_trials(db, gpu=gpu, kernel=kernel)
+
+
 def _torch_autoload() -> None:
     """``torch.backends`` entry point, run by ``import torch``: installs $INDUCTOR_TUNE_HEURISTICS.
 

@@ -69,7 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--gpu", help="only studies whose GPU name or fingerprint contains this")
     s.add_argument("--kernel", help="only this kernel")
     s.add_argument("--wide", action="store_true", help="also print the best config")
-    s.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    fmt = s.add_mutually_exclusive_group()
+    fmt.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    fmt.add_argument("--csv", action="store_true", help="print the table as CSV: every column, unrounded")
+    fmt.add_argument("--json", action="store_true", help="print the table as a JSON list: every column, unrounded")
 
     r = sub.add_parser("report", help="figures (PNG) and one self-contained HTML page for a database")
     r.add_argument("db", help="SQLite file or SQLAlchemy URL")
@@ -364,6 +367,11 @@ def cmd_show(args) -> int:
     rows = study_rows(store, gpu=args.gpu, kernel=args.kernel)
     if not rows:
         raise CliError(f"{args.db} has no studies matching the filters")
+    if args.csv or args.json:
+        from .tables import render_studies
+
+        print(render_studies(rows, "csv" if args.csv else "json"), end="")
+        return 0
     print(render(rows, wide=args.wide, markdown=args.markdown))
     return 0
 

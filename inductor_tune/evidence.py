@@ -236,11 +236,7 @@ def _default_description(choice_json: str | None, slot) -> str:
         cfg = k.get("config") or {}
         if k.get("size_hints") == {"x": next_pow2(slot.xnumel), "r0_": next_pow2(slot.rnumel)} and \
                 bool(cfg.get("RSPLIT_SIZE")) == slot.mix_order:
-            persistent = "PERSISTENT" in str(k.get("heuristic", ""))
-            return SlotConfig(
-                persistent, cfg.get("XBLOCK", 1), cfg.get("num_warps", 0), cfg.get("R0_BLOCK"),
-                cfg.get("num_stages", 1), cfg.get("RSPLIT_SIZE"), cfg.get("NUM_STAGES"),
-            ).describe()
+            return SlotConfig.from_inductor_choice(k).describe()
     return ""
 
 

@@ -16,10 +16,21 @@ import dataclasses
 import logging
 from typing import Any, Iterable
 
+import json
+
 import optuna
 from optuna.trial import TrialState, create_trial
 
+from .space import SlotConfig, TrialConfig
+
 log = logging.getLogger(__name__)
+
+# What the value told to Optuna is (search.Tuner._told: the trial's median time); optuna-dashboard
+# labels its objective axis with it instead of "Objective 0".
+METRIC_NAMES = ["time_ms"]
+# The launch config a trial forced, readable: the dashboard shows params as the sampler stores
+# them (log2 exponents per slot), which neither say the block sizes nor cover Inductor's default.
+LAUNCH_ATTR = "launch"
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 LOST_ATTR = "lost_process"  # set on a RUNNING trial failed because its process died
@@ -45,6 +56,8 @@ class MirroredStudy:
             sampler=optuna.samplers.RandomSampler(),
         )
         self.study_id = self.study._study_id
+        if self.study.metric_names != METRIC_NAMES:  # studies created before it was set get it on resume
+            self.study.set_metric_names(METRIC_NAMES)
         self.shadow = optuna.create_study(direction="minimize", sampler=sampler)
         for trial in storage.get_all_trials(self.study_id, deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
             if trial.params:  # Inductor's default has none: nothing for the sampler to learn from
@@ -194,6 +207,17 @@ class MirroredStudy:
             trial.set_user_attr(key, val)
         self.shadow.tell(trial, value if state == TrialState.COMPLETE else None,
                          state=None if state == TrialState.COMPLETE else state)
+
+
+def launch_text(config: TrialConfig, inductor_choice: str | None = None) -> str:
+    """``config`` as the ``launch`` user attribute; Inductor's default with the configs it picked per
+    kernel (``inductor_choice``: a measurement's JSON of them), once it has been measured."""
+    text = config.describe()
+    if config.inductor_default and inductor_choice:
+        picked = [f"x{c['size_hints'].get('x')}.r{c['size_hints'].get('r0_')}: "
+                  f"{SlotConfig.from_inductor_choice(c).describe()}" for c in json.loads(inductor_choice)]
+        text += ": " + "; ".join(picked)
+    return text
 
 
 def _key(params: dict[str, Any]) -> tuple:

@@ -27,7 +27,7 @@ import optuna
 
 from . import stats, warmstart
 from .experiment import Experiment
-from .mirror import Ledgered, MirroredStudy
+from .mirror import LAUNCH_ATTR, Ledgered, MirroredStudy, launch_text
 from .problem import Problem
 from .records import Measurement, Outcome
 from .space import (
@@ -292,7 +292,7 @@ class Tuner:
         default_rec = next((r for r in self.store.trials(study_id) if r.inductor_default and r.slots_json), None)
         default_trial = None
         if default_rec is None:
-            default_trial = study.start(None, {"inductor_default": True})
+            default_trial = study.start(None, {"inductor_default": True, LAUNCH_ATTR: launch_text(INDUCTOR_DEFAULT)})
             tasks.insert(0, self._task("trial", problem, INDUCTOR_DEFAULT.to_json()))
         results = self._run_blocking(tasks, width, trials=[default_trial] if default_trial else [])
         if default_trial is not None:
@@ -422,7 +422,7 @@ class Tuner:
 
     def _dispatch(self, index: int, problem: Problem, study: MirroredStudy, trial, config: TrialConfig, in_flight) -> None:
         task = self._task("trial", problem, config.to_json())
-        in_flight[task.task_id] = _InFlight(trial, study.start(trial), config)
+        in_flight[task.task_id] = _InFlight(trial, study.start(trial, {LAUNCH_ATTR: launch_text(config)}), config)
         self.pool.dispatch(index, task)
 
     @staticmethod
@@ -452,14 +452,19 @@ class Tuner:
         """Store a dispatched trial's record, then finish it in both studies (a kill in between
         leaves it RUNNING: the next run finishes it from its record, see ``_recover``)."""
         state, value, attrs = self._told(m)
+        if flight.config.inductor_default and m.inductor_choice:  # what "inductor default" turned out to be
+            attrs[LAUNCH_ATTR] = launch_text(flight.config, m.inductor_choice)
         rec = self._store_record(study, study_id, flight.ledgered.number, flight.config, flight.trial, m, default_ms)
         study.finish(flight.trial, flight.ledgered, state, value, attrs)
         return rec
 
     def _record_now(self, study: MirroredStudy, study_id: int, trial, config: TrialConfig | None, m: Measurement, default_ms):
         """Record a trial that needs no worker: an illegal config or a reused measurement."""
+        state, value, attrs = self._told(m)
+        if config is not None:
+            attrs[LAUNCH_ATTR] = launch_text(config)
         return study.record(
-            trial, *self._told(m),
+            trial, state, value, attrs,
             lambda number: self._store_record(study, study_id, number, config, trial, m, default_ms),
         )
 

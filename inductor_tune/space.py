@@ -110,6 +110,13 @@ class SlotConfig:
         cfg["num_stages"] = self.num_stages
         return cfg
 
+    @classmethod
+    def from_inductor_choice(cls, choice: Mapping[str, Any]) -> "SlotConfig":
+        """The config Inductor picked for one kernel: an entry of a default trial's ``inductor_choice_json``."""
+        cfg = choice.get("config") or {}
+        return cls("PERSISTENT" in str(choice.get("heuristic", "")), cfg.get("XBLOCK", 1), cfg.get("num_warps", 0),
+                   cfg.get("R0_BLOCK"), cfg.get("num_stages", 1), cfg.get("RSPLIT_SIZE"), cfg.get("NUM_STAGES"))
+
     def describe(self) -> str:
         kind = "persistent" if self.persistent else f"looped R0_BLOCK={self.R0_BLOCK}"
         text = f"{kind} XBLOCK={self.XBLOCK} warps={self.num_warps}"

@@ -37,11 +37,15 @@ def blocked(tmp_path_factory):
 
 def run(blocked, tmp_path, *args):
     """(exit status, stdout, stderr, modules whose import was attempted) of `inductor-tune ARGS`."""
+    return run_python(blocked, tmp_path, "-m", "inductor_tune", *args)
+
+
+def run_python(blocked, tmp_path, *args):
+    """As ``run``, of `python ARGS`."""
     log = tmp_path / "imports.log"
     env = dict(os.environ, NO_TORCH_LOG=str(log), INDUCTOR_TUNE_HEURISTICS="",
                PYTHONPATH=os.pathsep.join(p for p in (str(blocked), os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.run([sys.executable, "-m", "inductor_tune", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=300)
     attempts = log.read_text().split() if log.exists() else []
     log.unlink(missing_ok=True)
     return proc.returncode, proc.stdout, proc.stderr, attempts
@@ -60,6 +64,8 @@ def test_read_only_commands_run_without_torch(blocked, tmp_path):
         (["--version"], "inductor-tune 0.1.0"),
         (["show", "db/modules.sqlite", "--wide"], "llama_rmsnorm_fwd"),
         (["-q", "show", "db/quack.sqlite", "--markdown"], "| rmsnorm_fwd"),
+        (["show", "db/modules.sqlite", "--csv"], "NVIDIA H200,nn_rmsnorm_fwd,8192x4096,bf16,"),
+        (["show", "db/modules.sqlite", "--json"], '"kernel": "nn_rmsnorm_fwd"'),
         (["distill", "db/quack.sqlite", "--gpu", "H200", "--out", str(out_dir / "h200.yaml")], "wrote"),
         (["patch", "heuristics/h200.yaml", "--torch-root", TORCH_ROOT, "--out", str(out_dir / "h200.patch")],
          "wrote"),
@@ -72,6 +78,14 @@ def test_read_only_commands_run_without_torch(blocked, tmp_path):
         code, out, err, attempts = run(blocked, tmp_path, *args)
         assert (code, attempts) == (0, []), f"{args}: {err}"
         assert fragment in out, f"{args}: {out}"
+
+
+def test_python_entry_points_run_without_torch(blocked, tmp_path):
+    """What notebooks call (``inductor_tune.load_trials``) reads without torch too."""
+    code, out, err, attempts = run_python(
+        blocked, tmp_path, "-c", "import inductor_tune; print(len(inductor_tune.load_trials('db/modules.sqlite')))")
+    assert (code, attempts) == (0, []), err
+    assert out.strip() == "1565"
 
 
 @pytest.mark.parametrize("args, fragment", [
