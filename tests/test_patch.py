@@ -467,6 +467,30 @@ def test_patched_torch_generates_the_rules_kernels_end_to_end(patched_codegen, h
     assert got == _decorator_configs(pristine, src) and got[1] != _expected(mix)
 
 
+def test_split_size_and_launch_config_lookups_see_the_same_envelope_and_sizes(patched_codegen, monkeypatch):
+    """The split size is chosen from the row-wise side of a mix-order fusion, before the other side's
+    reductions become pointwise code; the launch config from the fused kernel's inductor_meta. Both must
+    see one envelope (op counts of the reduction nodes included) and one pair of actual sizes, or a rule
+    would set the split and another (or none) the launch."""
+    seen = []
+    rules = patched_codegen.rules
+    original = rules.envelope_of_nodes
+
+    def spy(nodes, xnumel, rnumel):
+        seen.append((original(nodes, xnumel, rnumel), [int(xnumel), int(rnumel)]))
+        return seen[-1][0]
+
+    monkeypatch.setattr(rules, "envelope_of_nodes", spy)
+    inputs = [((32768, 2048), torch.bfloat16), ((2048,), torch.float32), ((32768, 2048), torch.bfloat16),
+              ((32768, 1), torch.float32)]
+    (src,) = cpu_codegen.generate_sources(_rms_backward, inputs)
+    meta = _decorator_args(src)[1]["inductor_meta"]
+    assert "RSPLIT_SIZE" in meta and seen, "no mix-order kernel, or its split was not looked up"
+    assert ",ops=" in meta["reduction_envelope"]
+    assert seen[0] == (meta["reduction_envelope"], meta["reduction_sizes"]) == (seen[0][0], [32768, 2048])
+    assert meta["reduction_device"] == "NVIDIA H200"
+
+
 def test_unsupported_torch_version_is_refused_in_one_line(heur, tmp_path):
     root = _pristine(tmp_path)
     version_py = os.path.join(root, "torch", "version.py")
