@@ -6,8 +6,6 @@ import logging
 import os
 import sys
 
-log = logging.getLogger("inductor_tune")
-
 # The replay suggested here writes into a database of its own: replayed into the recording itself,
 # its studies would upgrade and mix with the committed measurements (tune refuses that too).
 NO_GPU = (
