@@ -20,7 +20,7 @@ from inductor_tune.space import TrialConfig
 from inductor_tune.store import Store
 from inductor_tune.tables import LAUNCH_FIELDS, STUDY_COLUMNS, TRIAL_COLUMNS, load_trials, render_studies, study_records
 
-DB = "db/modules.sqlite"  # module kernels measured on an H200 (README "Experiments")
+DB = "db/modules.sqlite"  # module kernels measured on an H200 (docs/experiments.md)
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,110 @@
+"""``crossmeasure``: each size group's best configs timed at every shape of the group, the evidence of `distill`."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .common import (AppError, check_readable, check_replay, default_workers, import_torch, refuse_storage_among,
+                     require_gpus, storage_url)
+
+if TYPE_CHECKING:
+    from ..problem import Shape
+
+log = logging.getLogger("inductor_tune")
+
+DEFAULT_STORAGE = "db/crossmeasure.sqlite"
+# Kinds whose kernels run over the rows (probes); outer reductions run over the columns.
+PROBEABLE_KINDS = ("mix_order", "inner_persistent", "inner_looped")
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossmeasureRequest:
+    dbs: tuple[str, ...]  # databases with the studies, as given (the plan and the next step name them)
+    storage: str = DEFAULT_STORAGE
+    kernels: frozenset[str] | None = None  # None: every kernel
+    top: int = 3  # best configs taken from each shape of a group
+    neighbours: int = 2  # ... and from each shape of the adjacent groups
+    max_configs: int = 10  # configs timed per shape at most
+    rounds: int = 5
+    hold_out: tuple[Shape, ...] = ()  # shapes that propose no config and place no probe
+    probes: tuple[str, ...] = ("mix_order",)  # kinds also timed at 3/2 of each studied shape's rows
+    gpu: int = 0
+    workers: int | None = None
+    replay: str | None = None  # a database whose recorded measurements answer instead of the GPU
+    progress: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossmeasureResult:
+    request: CrossmeasureRequest
+    items: tuple[Any, ...]  # crossmeasure.PlanItem
+    storage: str
+    counts: dict[str, int] | None = None  # stored, skipped and failed shapes; None for a plan only
+
+    @property
+    def ok(self) -> bool:
+        return not (self.counts or {}).get("failed")
+
+
+def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> CrossmeasureResult:
+    """Time the plan on the GPU the studies ran on and store the records; with ``plan_only`` (a GPU name
+    or fingerprint), only plan for that GPU's studies, with no GPU."""
+    from .. import crossmeasure as crossmeasure_mod
+    from ..store import Store, check_url
+
+    unknown = sorted(set(request.probes) - set(PROBEABLE_KINDS))
+    if unknown:
+        raise AppError(f"--probes: unknown kind(s) {', '.join(unknown)}; known: {', '.join(PROBEABLE_KINDS)}, none")
+    check_readable([storage_url(d) for d in request.dbs])
+    storage = storage_url(request.storage)
+    refuse_storage_among(storage, request.dbs, DEFAULT_STORAGE)
+    if request.replay:  # before the storage is created
+        check_replay(request.replay, storage)
+    check_url(storage, create=True)
+    if request.replay and request.probes:  # a recording holds the studies' own shapes; probes lie between them
+        # Warned once the input is known good: a bad input's output is its one error line.
+        log.warning("--replay: no probes (a recording has no measurements at shapes no study ran)")
+        request = dataclasses.replace(request, probes=())
+    if plan_only:
+        return CrossmeasureResult(request, tuple(_plan(request, plan_only)), storage)
+    torch = import_torch("crossmeasure")
+    from ..choices import check_torch_supported
+    from ..workers import BackendSpec, WorkerPool
+
+    check_torch_supported()
+    if request.replay:
+        backend = BackendSpec("replay", storage_url(request.replay))
+    else:
+        backend = BackendSpec()
+        require_gpus(torch, "crossmeasure")
+    from tqdm import tqdm
+
+    from ..search import fingerprint_key
+
+    store = Store(storage, create=True)
+    with WorkerPool(request.gpu, request.workers or default_workers(), 900, backend=backend) as pool:
+        # Only the GPU and software stack the studies ran on can confirm their configs.
+        items = _plan(request, fingerprint_key(pool.fingerprint))
+        with tqdm(total=len(items), disable=not request.progress, unit="shape", desc="crossmeasuring") as bar:
+            counts = crossmeasure_mod.run(items, pool, store, request.rounds, progress=bar)
+    return CrossmeasureResult(request, tuple(items), storage, counts)
+
+
+def _plan(request: CrossmeasureRequest, gpu_query: str) -> list:
+    from .. import crossmeasure as crossmeasure_mod
+    from ..distill import open_stores
+    from ..evidence import DistillError, load_points, select_gpu
+
+    try:
+        stores = open_stores([storage_url(d) for d in request.dbs])
+        gpu = select_gpu(stores, gpu_query)
+    except DistillError as exc:
+        raise AppError(str(exc)) from None
+    points, _ = load_points(stores, gpu, list(request.dbs), allow_replayed=bool(request.replay))
+    points = [p for p in points if request.kernels is None or p.kernel in request.kernels]
+    if not points:
+        raise AppError(f"no usable single-kernel study of {gpu.fingerprint} in {', '.join(request.dbs)}")
+    return crossmeasure_mod.plan(points, request.top, request.neighbours, request.max_configs, request.probes,
+                                 request.hold_out)

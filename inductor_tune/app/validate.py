@@ -1,0 +1,177 @@
+"""``validate``: a heuristic file measured on the GPU, on chosen problems, a random draw (the gate) or whole models."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import TYPE_CHECKING, Any, Callable
+
+from .common import AppError, check_readable, import_torch, refuse_storage_among, require_gpus, storage_url
+
+if TYPE_CHECKING:
+    from ..gate import Draw, GateSummary
+    from ..problem import Problem
+
+DEFAULT_STORAGE = "db/validation.sqlite"
+
+
+@dataclasses.dataclass(frozen=True)
+class GateRequest:
+    """The generalization gate's draw: ``count`` random problems at shapes no study or crossmeasure record
+    of the databases ran."""
+
+    count: int
+    seed: int
+    kernels: tuple[str, ...] | None  # None: the whole catalog
+    dtype: str
+    max_gib: float  # the most memory a problem may keep resident on the GPU
+    rows: tuple[int, int]  # inclusive ranges, drawn log-uniform
+    cols: tuple[int, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidateRequest:
+    heuristics: str  # the file written by `distill`
+    problems: tuple[Problem, ...] = ()  # what to validate, unless gate draws it
+    gate: GateRequest | None = None
+    dbs: tuple[str, ...] | None = None  # studies for the per-shape best found; None: the file's provenance
+    storage: str = DEFAULT_STORAGE
+    rounds: int = 5
+    gpu: int = 0
+    workers: int | None = None  # None: as many as fit, up to 8
+    progress: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidateResult:
+    rows: tuple[Any, ...]  # validate.ValidationRow, and for a gate validate.ProblemFailure too
+    storage: str  # where the records went
+    draw: Draw | None = None
+    gate: GateSummary | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelsRequest:
+    heuristics: str
+    names: tuple[str, ...]  # catalog models
+    storage: str = DEFAULT_STORAGE
+    rounds: int = 5
+    gpu: int = 0
+    progress: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelsResult:
+    results: tuple[Any, ...]  # models.ModelResult
+    storage: str
+
+
+def load_heuristics(path: str):
+    from ..heuristics import HeuristicsError, load
+
+    try:
+        return load(path)
+    except (HeuristicsError, OSError) as exc:
+        raise AppError(str(exc)) from None
+
+
+def suite_problems(suite: str, kernels: str | None = None, dtypes: str | None = None) -> tuple[Problem, ...]:
+    """The problems of an experiment (a YAML path, or a name under experiments/), its kernels or dtypes
+    replaced by comma-separated ones where given."""
+    from .. import experiment as experiment_mod
+    from ..problem import Problem
+
+    path = suite if os.path.exists(suite) else os.path.join("experiments", f"{suite}.yaml")
+    exp = experiment_mod.load(path)
+    kernels_ = experiment_mod.parse_kernels(kernels) if kernels else exp.kernels
+    dtypes_ = experiment_mod.parse_dtypes(dtypes) if dtypes else exp.dtypes
+    return tuple(Problem(k, s, d) for k in kernels_ for d in dtypes_ for s in exp.shapes)
+
+
+def validate(request: ValidateRequest, on_draw: Callable[[Draw, int], None] | None = None) -> ValidateResult:
+    """Measure the heuristics against Inductor's default (and, off the gate, the best found and peers) and
+    store a record per problem.  ``on_draw`` hears of a gate's draw (and how many shapes it kept out)
+    before anything is measured."""
+    from ..records import TimingSpec
+    from ..store import Store, check_url
+
+    heur = load_heuristics(request.heuristics)
+    dbs = list(request.dbs) if request.dbs is not None else list(heur.provenance.get("databases", []))
+    db_urls = [storage_url(d) for d in dbs]
+    check_readable(db_urls)
+    draw = None
+    if request.gate is not None:
+        draw, avoided = _draw(request.gate, dbs, db_urls)
+        if on_draw is not None:
+            on_draw(draw, avoided)
+    storage = storage_url(request.storage)
+    refuse_storage_among(storage, dbs, DEFAULT_STORAGE)
+    check_url(storage, create=True)
+    torch = import_torch("validate")
+    require_gpus(torch, "validate")
+    from tqdm import tqdm
+
+    from ..validate import run_validation
+    from ..workers import WorkerPool
+
+    problems = draw.as_problems() if draw else list(request.problems)
+    store = Store(storage, create=True)
+    with WorkerPool(request.gpu, request.workers or _workers(torch, problems, request.gpu), 900) as pool, tqdm(
+        total=len(problems), disable=not request.progress, unit="shape", desc="validating"
+    ) as bar:
+        if pool.fingerprint["sm_count"] != heur.gpu.sm_count or pool.fingerprint["compute_capability"] != (
+            f"{heur.gpu.cc // 10}.{heur.gpu.cc % 10}"
+        ):
+            raise AppError(f"{request.heuristics} is for {heur.gpu.name}; GPU {request.gpu} is {pool.fingerprint['name']}")
+        try:
+            rows = run_validation(request.heuristics, problems, pool, store, db_urls, request.rounds, TimingSpec(),
+                                  bar, gate=dataclasses.asdict(draw) if draw else None)
+        except RuntimeError as exc:
+            raise AppError(str(exc)) from None
+    if draw is None:
+        return ValidateResult(tuple(rows), storage)
+    from ..gate import summarize_gate
+
+    return ValidateResult(tuple(rows), storage, draw, summarize_gate(rows, draw))
+
+
+def _workers(torch, problems, gpu: int) -> int:
+    # Each worker holds every variant of its problem compiled and captured at once (see validate.py).
+    largest = max(p.shape.rows * p.shape.cols * (4 if p.dtype == "fp32" else 2) for p in problems)
+    fit = int(0.85 * torch.cuda.get_device_properties(gpu).total_memory // (1.5 * 2**30 + 24 * largest))
+    return max(1, min(len(problems), 8, fit, (os.cpu_count() or 2) - 1))
+
+
+def _draw(gate: GateRequest, dbs: list[str], db_urls: list[str]) -> tuple[Draw, int]:
+    from .. import gate as gate_mod
+    from ..store import Store
+
+    avoid = gate_mod.studied_shapes(Store(url, create=False) for url in db_urls)
+    try:
+        draw = gate_mod.make_draw(gate.count, gate.seed, gate.kernels, avoid, int(gate.max_gib * 2**30), gate.dtype,
+                                  avoided_from=dbs, rows=gate.rows, cols=gate.cols)
+    except ValueError as exc:
+        raise AppError(f"--random: {exc}") from None
+    return draw, len(avoid)
+
+
+def validate_models(request: ModelsRequest) -> ModelsResult:
+    """One training-step comparison per model, each in a process of its own; a record per model."""
+    from .. import models
+    from ..store import Store, check_url
+
+    load_heuristics(request.heuristics)  # a bad file is reported before the GPU is asked for
+    storage = storage_url(request.storage)
+    check_url(storage, create=True)
+    torch = import_torch("validate")
+    require_gpus(torch, "validate --models", [request.gpu])
+    from tqdm import tqdm
+
+    store = Store(storage, create=True)
+    with tqdm(total=len(request.names), disable=not request.progress, unit="model", desc="validating") as bar:
+        try:
+            results = models.run_models(request.heuristics, list(request.names), store, request.rounds,
+                                        gpu=request.gpu, progress=bar)
+        except models.ModelsError as exc:
+            raise AppError(str(exc)) from None
+    return ModelsResult(tuple(results), storage)

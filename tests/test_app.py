@@ -1,0 +1,145 @@
+"""The application layer's GPU commands on a CPU: `validate` (shapes, the gate, --models) with a stand-in
+GPU and worker pool, and the `tune --gpus` process's one-line errors.
+
+The GPU tests (tests/test_gpu*.py) run these paths for real; here every line between the command line
+and the workers runs too, with the measurements answered by fakes, so that a CPU-only CI catches a
+broken request, result or printer.
+"""
+
+import dataclasses
+import multiprocessing as mp
+import types
+
+import pytest
+
+from inductor_tune import cli, models, validate
+from inductor_tune.app import tune as app_tune, validate as app_validate
+from inductor_tune.store import Store
+
+H200 = {"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0", "memory_bytes": 1, "l2_bytes": 1,
+        "cuda_driver": "test", "cuda_runtime": "test", "torch": "2.11.0", "triton": "3.6.0"}
+DEFAULT_CHOICE = [{"kernel": "k", "config": {"XBLOCK": 1, "num_warps": 8}}]
+RULE_CHOICE = [{"kernel": "k", "config": {"XBLOCK": 1, "num_warps": 4}}]
+
+
+def _answer(speedup: float) -> dict:
+    """A validate worker's result: five interleaved rounds, the heuristics ``speedup`` x faster."""
+    default = [1.0 + 0.001 * i for i in range(5)]
+    return {"times": {validate.DEFAULT: default, validate.HEURISTICS: [t / speedup for t in default]}, "errors": {},
+            "captures": {}, "notes": [], "studied": False, "default_choice": DEFAULT_CHOICE,
+            "heuristic_choice": RULE_CHOICE, "untouched": False, "slots": [], "bytes": 4 * 10**9}
+
+
+class _Pool:
+    """A WorkerPool on an H200 whose every validate task comes back ``speedup`` x faster under the rules."""
+
+    speedup = 1.1
+    fingerprint, ceiling_gbps = H200, 4000.0
+
+    def __init__(self, gpu, size, timeout_s, backend=None):
+        self.running = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def idle(self):
+        return [] if self.running else [0]
+
+    def busy(self):
+        return bool(self.running)
+
+    def dispatch(self, index, task):
+        self.running.append(task)
+
+    def collect(self):
+        done, self.running = [(t, _answer(self.speedup)) for t in self.running], []
+        return done
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """A visible GPU with 80 GiB, for the app's torch checks; workers answered by ``_Pool``."""
+    cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1,
+                                 get_device_properties=lambda i: types.SimpleNamespace(total_memory=80 * 2**30))
+    monkeypatch.setattr(app_validate, "import_torch", lambda command: types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr("inductor_tune.workers.WorkerPool", _Pool)
+    return _Pool
+
+
+def test_validate_on_shapes_stores_a_record_per_problem_and_prints_the_table(gpu, tmp_path, capsys):
+    storage = tmp_path / "v.sqlite"
+    code = cli.main(["validate", "heuristics/h200.yaml", "--shapes", "32768x4096,8192x2048", "--kernels",
+                     "rmsnorm_fwd", "--db", "db/quack.sqlite", "--storage", str(storage), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "rmsnorm_fwd" in out and out.rstrip().endswith(f"records stored in sqlite:///{storage}")
+    assert len(Store(f"sqlite:///{storage}", create=False).validations()) == 2
+
+
+def test_validate_exits_1_on_a_regression(gpu, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(gpu, "speedup", 0.8)
+    code = cli.main(["validate", "heuristics/h200.yaml", "--shapes", "32768x4096", "--kernels", "rmsnorm_fwd",
+                     "--db", "db/quack.sqlite", "--storage", str(tmp_path / "v.sqlite"), "--no-progress"])
+    assert code == 1
+    assert "regress against Inductor's default beyond noise at: rmsnorm_fwd 32768x4096" in capsys.readouterr().err
+
+
+def test_the_gate_announces_its_draw_then_passes(gpu, tmp_path, capsys):
+    code = cli.main(["validate", "heuristics/h200.yaml", "--random", "3", "--seed", "7", "--kernels", "rmsnorm_fwd",
+                     "--db", "db/quack.sqlite", "--storage", str(tmp_path / "v.sqlite"), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.startswith("gate draw: seed 7, 3 bf16 problems of 1 kernel(s), rows 1..1000000, N 128..262144, "
+                          "at most 4 GiB resident each, none at the ")
+    assert "db/quack.sqlite" in out.splitlines()[0] and "\nPASS\n" in out
+    assert out.rstrip().endswith('(each with the draw, under "gate")')
+
+
+def test_a_heuristic_file_for_another_gpu_is_one_line(gpu, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(_Pool, "fingerprint", dict(H200, name="NVIDIA H100", sm_count=114))
+    code = cli.main(["validate", "heuristics/h200.yaml", "--shapes", "32768x4096", "--kernels", "rmsnorm_fwd",
+                     "--db", "db/quack.sqlite", "--storage", str(tmp_path / "v.sqlite"), "--no-progress"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == ("inductor-tune: error: heuristics/h200.yaml is for NVIDIA H200; "
+                                               "GPU 0 is NVIDIA H100")
+
+
+def test_validate_models_stores_and_prints_a_row_per_model(gpu, tmp_path, monkeypatch, capsys):
+    def run_one(spec, heuristics_path, rounds, steps, gpu, timeout_s, lock_dir):
+        times = {models.DEFAULT: [10.0, 10.1, 10.0], models.RULES: [9.0, 9.1, 9.0]}
+        return (H200, 4000.0), {"model": spec.name, "spec": dataclasses.asdict(spec), "tokens": spec.tokens,
+                                "implementation": "plain", "times": times}
+
+    monkeypatch.setattr(models, "run_one", run_one)
+    monkeypatch.setattr(app_validate, "import_torch", lambda command: types.SimpleNamespace(
+        cuda=types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1)))
+    storage = tmp_path / "v.sqlite"
+    code = cli.main(["validate", "heuristics/h200.yaml", "--models", "llama-2048,gpt2-1024", "--rounds", "3",
+                     "--storage", str(storage), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "llama-2048" in out and "gpt2-1024" in out and "1.111" in out
+    assert out.rstrip().endswith(f"records stored in sqlite:///{storage}")
+    assert {r.kernel for r in Store(f"sqlite:///{storage}", create=False).validations()} == {
+        "model:llama-2048", "model:gpt2-1024"}
+
+
+def test_a_tune_gpus_process_sends_back_its_one_line_error(tmp_path):
+    """What `tune --gpus` prints for a process that stopped on bad input, instead of its traceback."""
+    receive, send = mp.Pipe(duplex=False)
+    request = app_tune.TuneRequest(str(tmp_path / "none.yaml"), gpus=(1,))
+    app_tune._gpu_process(request, 30, send)
+    result = receive.recv()
+    assert (result.gpu, result.status) == (1, 2) and "none.yaml" in result.error
+
+
+def test_tune_results_amount_to_the_exit_status_of_the_worst_gpu(capsys):
+    from inductor_tune.app.tune import TuneResult
+
+    results = [TuneResult(0), TuneResult(1, failed=("study x: boom",)), TuneResult(2, error="bad\ninput")]
+    assert cli.print_tune(results) == 2
+    assert capsys.readouterr().err.splitlines() == ["inductor-tune: study x: boom", "inductor-tune: error: bad input"]
+    assert cli.print_tune([TuneResult(0), TuneResult(1, exit_code=130)]) == 130
