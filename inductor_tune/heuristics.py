@@ -30,6 +30,16 @@ from .runtime.rules import (  # noqa: F401
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, KernelSlot, SlotConfig, TrialConfig, slot_violations  # noqa: F401
 
 
+def __getattr__(name: str) -> Any:
+    # ``apply_rules`` (now the hook's) under its old name; importing the hook imports all of torch,
+    # which reading and writing rule files must not, so only when asked for.
+    if name == "apply_rules":
+        from .runtime.hook import apply_rules
+
+        return apply_rules
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # -- what validate needs: the TrialConfig a file's rules force for one problem ---------------------
 
 def rule_for_slot(heur: Heuristics, slot: KernelSlot, dtype: str, hint: str | None = None) -> RuleSpec | None:

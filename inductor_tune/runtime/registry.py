@@ -9,7 +9,9 @@ first use and compiles backward graphs on autograd's own thread, so an object ma
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Optional, Protocol
+from typing import Any, Iterator, Protocol
+
+from . import torch_rules
 
 
 class Planner(Protocol):
@@ -18,16 +20,17 @@ class Planner(Protocol):
     def cache_key(self) -> str:
         """What the plan forces, for the graph caches' keys (torch 2.13 asks the hook's ``uuid``)."""
 
-    def kernel_kwargs(self, hook: Any, features: Any, groups: Any, kernel_kwargs: dict) -> Optional[dict]:
-        """The TritonKernel kwargs for one kernel (``hook.force_config`` forces a config), or None to
-        leave the kernel to the installed rules.  ``hook`` is the ``InductorChoices`` asking."""
+    def kernel_kwargs(self, hook: Any, features: Any, groups: Any, kernel_kwargs: dict) -> dict | None:
+        """The TritonKernel kwargs for one kernel (``runtime.hook.force_config`` makes them force a
+        config), or None to leave the kernel to the installed rules.  ``hook`` is the choices object
+        asking (``InductorTuneChoices``), for Inductor's own decisions."""
 
 
-_PLANNER: Optional[Planner] = None
-_TABLE: Any = None  # torch_rules.Table of the installed rules
-_DIGEST: Optional[str] = None
+_PLANNER: Planner | None = None
+_TABLE: torch_rules.Table | None = None
+_DIGEST: str | None = None
 # One line per kernel a rule was forced into in this process (validate tells touched problems by it).
-_APPLIED: list = []
+_APPLIED: list[str] = []
 
 
 @contextlib.contextmanager
@@ -44,21 +47,21 @@ def planning(planner: Planner) -> Iterator[Planner]:
         _PLANNER = None
 
 
-def planner() -> Optional[Planner]:
+def planner() -> Planner | None:
     return _PLANNER
 
 
-def set_installed(table: Any, digest: Optional[str]) -> None:
+def set_installed(table: torch_rules.Table | None, digest: str | None) -> None:
     """Called by ``installation.install`` and ``Installation.uninstall`` (None: no rules)."""
     global _TABLE, _DIGEST
     _TABLE, _DIGEST = table, digest if table is not None else None
 
 
-def installed_table() -> Any:
+def installed_table() -> torch_rules.Table | None:
     return _TABLE
 
 
-def installed_digest() -> Optional[str]:
+def installed_digest() -> str | None:
     """The digest of the installed rules (the hook's ``uuid`` folds it into torch 2.13's FX-cache key)."""
     return _DIGEST if _TABLE is not None else None
 
@@ -67,6 +70,6 @@ def note_applied(line: str) -> None:
     _APPLIED.append(line)
 
 
-def applied_rules() -> list:
+def applied_rules() -> list[str]:
     """Every rule application of this process so far, oldest first: 'rule -> kernel sizes'."""
     return list(_APPLIED)
