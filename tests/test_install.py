@@ -23,7 +23,7 @@ import inductor_tune
 from inductor_tune import choices, cpu_codegen, heuristics, kernels
 from inductor_tune.choices import CompilePlan
 from inductor_tune.heuristics import HeuristicsError, KernelSlot, RuleSpec
-from inductor_tune.runtime import installation
+from inductor_tune.runtime import installation, registry
 from inductor_tune.space import INDUCTOR_DEFAULT, SlotConfig, TrialConfig
 
 H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
@@ -223,6 +223,33 @@ def test_a_tuning_plan_wins_over_installed_rules(device):
         plan = cpu_codegen.generate(fn, RMS_2048, CompilePlan(TrialConfig(slots=(("fw.red.x8192.r2048", forced),)), False))
     assert FIXED.findall(plan.sources[0]) == [repr(forced.fixed_config())]
 
+
+class _Planner:
+    """A registered planner as the runtime sees one (the tuner's CompilePlan is the real one)."""
+
+    def __init__(self, answer):
+        self.answer, self.asked = answer, 0
+
+    def cache_key(self) -> str:
+        return "test-planner"
+
+    def kernel_kwargs(self, hook, features, groups, kernel_kwargs):
+        self.asked += 1
+        return self.answer(kernel_kwargs)
+
+
+def test_the_hook_asks_a_registered_planner_first_and_the_rules_only_where_it_declines(device):
+    """The tuner reaches the runtime's hook through registry.planning alone: what the planner returns is
+    used as it is (Inductor's own kwargs included), and None leaves the kernel to the installed rules."""
+    device.props = H200
+    fn = kernels.get_kernel("rmsnorm_fwd").build(torch.float32)
+    rule = RuleSpec("inner_looped", 2, (2048, 2048), ALL_ROWS, SUM_FWD, reductions="sum")
+    with inductor_tune.install(_heur(rule)):
+        for answer, fixed in ((lambda kwargs: None, [repr(SUM_FWD.fixed_config())]), (lambda kwargs: kwargs, [])):
+            planner = _Planner(answer)
+            with registry.planning(planner):
+                (src,) = cpu_codegen.generate_sources(fn, RMS_2048)
+            assert planner.asked and FIXED.findall(src) == fixed
 
 def test_rules_as_the_trial_config_validate_measures():
     heur = _heur(
