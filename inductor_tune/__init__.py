@@ -9,12 +9,12 @@ __version__ = "0.1.0"
 
 
 def install(heuristics):
-    """Make later torch.compile calls use a distilled heuristic file (see ``heuristics.install``).
+    """Make later torch.compile calls use a distilled heuristic file (see ``runtime.installation``).
 
     Returns a handle that is also a context manager; on a GPU other than the file's it is a no-op
     and says so in the log.
     """
-    from .heuristics import install as _install
+    from .runtime.installation import install as _install
 
     return _install(heuristics)
 
@@ -35,7 +35,7 @@ def _torch_autoload() -> None:
     if not os.environ.get("INDUCTOR_TUNE_HEURISTICS"):
         return
     try:
-        from .heuristics import install_from_env
+        from .runtime.installation import install_from_env
 
         install_from_env()
     except Exception as exc:  # noqa: BLE001 - see docstring

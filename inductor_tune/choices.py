@@ -1,13 +1,13 @@
-"""Forcing a trial's config into the kernels Inductor generates, through Inductor's own extension point.
+"""The tuner's trial plans: forcing one trial's config into the kernels Inductor generates.
 
-``TrialChoices`` is installed once per process as ``config.inductor_choices_class``.  Inductor caches
-the choices object per thread on first use (``virtualized._choices_default``), and compiles backward
-graphs lazily on the autograd thread, so the object must exist before any compile and read the
-active plan from module state rather than carry it.  Outside ``activate_plan`` it behaves exactly
-like ``InductorChoices``.
+A ``CompilePlan`` says what one compile forces and records what it saw.  ``activate_plan`` registers
+it with the runtime's Inductor hook (``runtime.registry.planning``) for the compiles inside the
+block; the hook (``runtime.hook.InductorTuneChoices``, installed once per process by ``install``)
+asks the plan first and the installed rules only outside a plan, so the runtime knows nothing of
+trials and a user's process never imports this module.
 
-For every reduction kernel of the graph being tuned it records a ``KernelSlot`` (so the probe sees
-what Inductor generates) and, when the plan has a config for that slot, injects
+For every reduction kernel of the graph being tuned the plan records a ``KernelSlot`` (so the probe
+sees what Inductor generates) and, when it has a config for that slot, injects
 ``fixed_config=FixedTritonConfig(...)`` and ``override_persistent_reduction``.  The config is then
 written into the kernel source, so every cache keyed by source serves the right kernel, and
 ``verify_source`` checks that it landed.
@@ -23,48 +23,26 @@ import re
 from typing import Any, Iterator
 from unittest import mock
 
-import torch
-
-from .space import KernelSlot, SlotConfig, TrialConfig, slot_key
+from .runtime import registry
+# The hook's names, as the tuner, its tests and its scripts know them: ``TrialChoices`` is the hook
+# class itself (not a subclass), and ``install()`` routes every later compile through it.
+from .runtime.hook import (  # noqa: F401
+    SUPPORTED_TORCH, UnsupportedTorch, check_torch_supported, drop_cached_choices, force_config, torch_version_tuple,
+)
+from .runtime.hook import InductorTuneChoices as TrialChoices  # noqa: F401
+from .runtime.hook import use_hook as install  # noqa: F401
+from .runtime.torch_rules import envelope_of_features, kernel_reduction_types, reductions_key
+from .space import KernelSlot, TrialConfig, slot_key
 
 log = logging.getLogger(__name__)
-
-SUPPORTED_TORCH = ((2, 11), (2, 13))
-
-
-class UnsupportedTorch(RuntimeError):
-    pass
-
-
-def torch_version_tuple(version: str | None = None) -> tuple[int, int]:
-    text = (version or torch.__version__).split("+")[0]
-    major, minor = text.split(".")[:2]
-    return int(major), int(minor)
-
-
-def check_torch_supported(version: str | None = None) -> None:
-    """Fail with one line unless this torch has the hooks the tuner drives (2.11 .. 2.13 checked)."""
-    found = torch_version_tuple(version)
-    low, high = SUPPORTED_TORCH
-    if not (low <= found <= high):
-        raise UnsupportedTorch(
-            f"torch {version or torch.__version__} is not supported: inductor_tune drives Inductor hooks "
-            f"checked on torch {low[0]}.{low[1]} to {high[0]}.{high[1]}"
-        )
-    from torch._inductor import choices
-    from torch._inductor.codegen import triton as triton_codegen
-
-    if not hasattr(choices.InductorChoices, "triton_kernel_kwargs") or not hasattr(
-        triton_codegen, "FixedTritonConfig"
-    ):
-        raise UnsupportedTorch(
-            f"torch {torch.__version__} lacks InductorChoices.triton_kernel_kwargs or FixedTritonConfig"
-        )
 
 
 @dataclasses.dataclass
 class CompilePlan:
-    """What one compile forces and what it observed (mutable: filled in while Inductor runs)."""
+    """What one compile forces and what it observed (mutable: filled in while Inductor runs).
+
+    While active (``activate_plan``) it decides every reduction kernel of its compiles, forced or left
+    to Inductor: installed rules never reach a trial (``runtime.registry.Planner``)."""
 
     config: TrialConfig
     backward: bool
@@ -83,98 +61,42 @@ class CompilePlan:
                 patches["triton.mix_order_reduction_split_size"] = cfg.RSPLIT_SIZE
         return patches
 
+    def cache_key(self) -> str:
+        return hashlib.sha256(self.config.to_json().encode()).hexdigest()
 
-_ACTIVE: CompilePlan | None = None
-
-
-def _choices_base():
-    from torch._inductor.choices import InductorChoices
-
-    return InductorChoices
-
-
-class TrialChoices(_choices_base()):
-    """InductorChoices that applies the active CompilePlan to reduction kernels and, outside a plan,
-    the rules installed by ``inductor_tune.install`` (a tuning plan wins over installed rules)."""
-
-    def uuid(self) -> str | None:
-        # torch 2.13 folds this into the FX-graph cache key; the tuner disables that cache anyway.
-        plan = _ACTIVE
-        if plan is not None:
-            return hashlib.sha256(plan.config.to_json().encode()).hexdigest()
-        from .heuristics import installed_digest
-
-        digest = installed_digest()
-        return f"inductor-tune-heuristics-{digest}" if digest else "inductor-default"
-
-    def triton_kernel_kwargs(self, kernel_cls, features, groups, kernel_kwargs):
-        kernel_kwargs = super().triton_kernel_kwargs(kernel_cls, features, groups, kernel_kwargs)
-        plan = _ACTIVE
-        if plan is None:
-            from .heuristics import apply_rules
-
-            return apply_rules(features, groups, kernel_kwargs)
+    def kernel_kwargs(self, hook, features, groups, kernel_kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Record the kernel as a slot and force the plan's config for it, if any."""
         from torch._inductor.virtualized import V
 
         try:
             rnumel, xnumel = int(features.reduction_numel), int(features.numel)
         except TypeError:  # symbolic sizes: studies compile with static shapes, so this is not ours
             return kernel_kwargs
-        if rnumel == 1 or bool(getattr(V.graph, "is_backward", False)) != plan.backward:
+        if rnumel == 1 or bool(getattr(V.graph, "is_backward", False)) != self.backward:
             return kernel_kwargs
         tiling = groups[0] if groups and isinstance(groups[0], dict) else {}
         mix = bool(kernel_kwargs.get("mix_order_reduction"))
-        key = slot_key(plan.backward, mix, xnumel, rnumel, (s.key for s in plan.slots))
+        key = slot_key(self.backward, mix, xnumel, rnumel, (s.key for s in self.slots))
         if set(tiling) - {"x", "r0_"}:
-            plan.untunable.append(f"{key}: tiling {sorted(tiling)} is not a plain x/r0_ reduction")
+            self.untunable.append(f"{key}: tiling {sorted(tiling)} is not a plain x/r0_ reduction")
             return kernel_kwargs
-        from .torch_rules import envelope_of_features, kernel_reduction_types, reductions_key
-
-        plan.slots.append(KernelSlot(
-            key, plan.backward, xnumel, rnumel, mix, mix or self._default_persistent(features),
+        self.slots.append(KernelSlot(
+            key, self.backward, xnumel, rnumel, mix, mix or _default_persistent(hook, features),
             reductions_key(kernel_reduction_types(features)), envelope_of_features(features) or "",
         ))
-        cfg = None if plan.config.inductor_default else plan.config.slot_map().get(key)
+        cfg = None if self.config.inductor_default else self.config.slot_map().get(key)
         if cfg is None:
             return kernel_kwargs
-        plan.forced[key] = cfg.fixed_config()
+        self.forced[key] = cfg.fixed_config()
         return force_config(kernel_kwargs, cfg, mix)
 
-    def _default_persistent(self, features) -> bool:
-        try:
-            return bool(self.should_use_persistent_reduction(features, False))
-        except Exception as exc:  # recorded, not fatal: the flag only annotates the slot
-            log.debug("could not evaluate Inductor's persistent decision: %s", exc)
-            return False
 
-
-def force_config(kernel_kwargs: dict[str, Any], cfg: SlotConfig, mix_order: bool) -> dict[str, Any]:
-    """The TritonKernel kwargs that make Inductor emit ``cfg`` (also used by installed heuristics)."""
-    from torch._inductor.codegen.triton import FixedTritonConfig
-
-    kernel_kwargs = dict(kernel_kwargs)
-    kernel_kwargs["fixed_config"] = FixedTritonConfig(cfg.fixed_config())
-    kernel_kwargs["override_cooperative_reduction"] = False
-    if not mix_order:  # Inductor asserts the mix-order kernel is persistent; it is forced already
-        kernel_kwargs["override_persistent_reduction"] = cfg.persistent
-    return kernel_kwargs
-
-
-def install() -> None:
-    """Make every later compile in this process go through TrialChoices."""
-    import torch._inductor.config as inductor_config
-
-    check_torch_supported()
-    inductor_config.inductor_choices_class = TrialChoices
-    drop_cached_choices()
-
-
-def drop_cached_choices() -> None:
-    """Inductor caches its choices object per thread on first use; drop this thread's so that the next
-    compile builds the configured class.  Threads that compiled before keep theirs."""
-    from torch._inductor import virtualized
-
-    virtualized.threadlocal.__dict__.pop(virtualized._choices._key, None)
+def _default_persistent(hook, features) -> bool:
+    try:
+        return bool(hook.should_use_persistent_reduction(features, False))
+    except Exception as exc:  # recorded, not fatal: the flag only annotates the slot
+        log.debug("could not evaluate Inductor's persistent decision: %s", exc)
+        return False
 
 
 # Caches that key on Inductor config or graph, not on the choices hook, would replay a kernel
@@ -189,22 +111,15 @@ CACHE_SETTINGS: dict[str, Any] = {
 @contextlib.contextmanager
 def activate_plan(plan: CompilePlan) -> Iterator[CompilePlan]:
     """Apply ``plan`` to every Inductor compile inside the block and capture their sources."""
-    global _ACTIVE
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
     from torch._inductor.graph import GraphLowering
 
-    if _ACTIVE is not None:
-        raise RuntimeError("a compile plan is already active in this process")
     patches = {**CACHE_SETTINGS, **plan.inductor_config()}
-    _ACTIVE = plan
-    try:
-        with inductor_config.patch(patches), functorch_config.patch(enable_autograd_cache=False), mock.patch.object(
-            GraphLowering, "save_output_code", staticmethod(plan.sources.append)
-        ):
-            yield plan
-    finally:
-        _ACTIVE = None
+    with registry.planning(plan), inductor_config.patch(patches), functorch_config.patch(
+        enable_autograd_cache=False
+    ), mock.patch.object(GraphLowering, "save_output_code", staticmethod(plan.sources.append)):
+        yield plan
 
 
 _FIXED_RE = re.compile(r"@triton_heuristics\.fixed_config\(\s*config=(\{[^}]*\})")

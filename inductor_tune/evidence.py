@@ -30,7 +30,7 @@ from .kernels import CATALOG, PROBED_OPS
 from .records import Outcome
 from .space import DEFAULT_FLAGS, SearchSpace, SlotConfig, TrialConfig, slot_key
 from .store import Gpu, Store
-from .torch_rules import OPS_FIELD, kernel_kind, kernel_signature, next_pow2
+from .runtime.torch_rules import OPS_FIELD, kernel_kind, kernel_signature, next_pow2
 
 log = logging.getLogger(__name__)
 

@@ -8,11 +8,11 @@ import os
 import re
 from typing import Any, Sequence
 
-import yaml
 
 from .kernels import CATALOG
 from .problem import DTYPE_NAMES, Problem, Shape
 from .records import TimingSpec
+from .runtime.rulefile import read_yaml
 
 SAMPLERS = ("tpe", "random", "grid", "cmaes", "gp")
 
@@ -223,24 +223,6 @@ def load(path: str) -> Experiment:
         raise ExperimentError(f"experiment file {path} does not exist")
     data = read_yaml(path, ExperimentError)
     return from_mapping(data, os.path.splitext(os.path.basename(path))[0])
-
-
-def read_yaml(path: str, error: type[Exception]) -> Any:
-    """``yaml.safe_load`` of a file, every way it can fail turned into one line of ``error``."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
-    except OSError as exc:
-        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise error(f"{path} is not a YAML text file (not UTF-8 at byte {exc.start})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise error(f"{path} is not valid YAML{where}: {' '.join(str(problem).split())}") from None
-    except RecursionError:  # thousands of nested brackets
-        raise error(f"{path} is nested too deeply to be an inductor-tune YAML file") from None
 
 
 def with_overrides(exp: Experiment, **overrides: Any) -> Experiment:

@@ -14,7 +14,7 @@ import dataclasses
 import functools
 from typing import Callable
 
-from .problem import ELEMENT_SIZES, Shape, next_pow2  # noqa: F401 - re-exported from their old home
+from .shapes import ELEMENT_SIZES, Shape, next_pow2  # noqa: F401 - re-exported from their old home
 
 EPS = 1e-6
 

@@ -222,7 +222,7 @@ def measure_model(spec: ModelSpec, heur, rounds: int = 5, steps: int = STEPS_PER
             return _failed(out, _COMPILE_STAGE[variant], exc)
         choices_made[variant] = json.loads(evaluate.inductor_choices_made(before)) if inductor else []
         if variant == RULES:
-            # What the rules did, as heuristics.apply_rules logged it (final configs can also differ
+            # What the rules did, as runtime.hook.apply_rules logged it (final configs can also differ
             # where Inductor's own autotuning picks differently in two compiles).
             out["rules_applied"] = applied_rules()[mark:]
     out["choices"] = choices_made

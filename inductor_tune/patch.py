@@ -1,7 +1,7 @@
 """Unified diffs that build distilled rules into an installed torch (``inductor-tune patch``).
 
 The patch adds ``torch/_inductor/runtime/distilled_reduction_rules.py`` (the text of
-``inductor_tune.torch_rules`` with the rule table written out, one commented line of evidence per
+``inductor_tune.runtime.torch_rules`` with the rule table written out, one commented line of evidence per
 rule) and one small hook at each place Inductor makes a decision the rules cover:
 
 * ``choices.py``, ``InductorChoices.should_use_persistent_reduction``: the persistent threshold;
@@ -26,8 +26,9 @@ import inspect
 import os
 import re
 
-from . import torch_rules
-from .heuristics import Heuristics, _is_signature, gpu_problem
+from .runtime import torch_rules
+from .runtime.rulefile import _is_signature, gpu_problem
+from .runtime.rules import Heuristics
 
 SUPPORTED_TORCH = ((2, 11), (2, 13))
 RULES_PATH = "torch/_inductor/runtime/distilled_reduction_rules.py"

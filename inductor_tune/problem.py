@@ -2,40 +2,16 @@
 
 The commands that only read databases and files (``show``, ``distill``, ``patch``, ...) and every
 input check need these and must not pay seconds for importing torch; ``kernels`` and ``evaluate``
-re-export them from their old homes.
+re-export them from their old homes.  Shapes and dtypes live in ``shapes``, which the kernel
+catalog needs without this module.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .kernels import KernelSpec
-
-# The activation dtypes a problem may name, with their bytes per element (torch's itemsize).
-ELEMENT_SIZES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
-DTYPE_NAMES = tuple(ELEMENT_SIZES)
-
-
-@dataclasses.dataclass(frozen=True)
-class Shape:
-    """Rows (M) by reduction length (N) of a 2-D activation."""
-
-    rows: int
-    cols: int
-
-    @classmethod
-    def parse(cls, text: str) -> "Shape":
-        parts = text.lower().replace(" ", "").split("x")
-        # ASCII digits only: str.isdigit() also accepts full-width and superscript digits ('１２', '²').
-        if len(parts) != 2 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
-            raise ValueError(f"shape {text!r} is not of the form MxN with positive integers, e.g. 32768x4096")
-        return cls(int(parts[0]), int(parts[1]))
-
-    def __str__(self) -> str:
-        return f"{self.rows}x{self.cols}"
+from .kernels import KernelSpec, get_kernel
+from .shapes import DTYPE_NAMES, ELEMENT_SIZES, Shape, next_pow2  # noqa: F401 - re-exported from their old home
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,10 +23,4 @@ class Problem:
 
     @property
     def spec(self) -> KernelSpec:
-        from .kernels import get_kernel  # kernels imports this module
-
         return get_kernel(self.kernel)
-
-
-def next_pow2(n: int) -> int:
-    return 1 << max(0, math.ceil(math.log2(n)))

@@ -1,11 +1,11 @@
 """Validate a heuristic file on the GPU: Inductor default vs installed rules vs best found vs peers.
 
-Per kernel/shape/dtype, one worker process compiles Inductor's default, the same function with the
-heuristics installed (``heuristics.install``: the real extension point, not a forced trial
-config), the per-shape best config the studies found (when a database has one) and the peer
-libraries, checks each against the float64 reference, captures each in a CUDA graph and times them
-interleaved round by round (drift hits all alike).  The parent turns the rounds into ratios with
-their spread, stores a validation record and reports regressions beyond the noise band.
+Per kernel/shape/dtype, one worker process (``variants``) compiles Inductor's default, the same
+function with the heuristics installed (``heuristics.install``: the real extension point, not a
+forced trial config), the per-shape best config the studies found (when a database has one) and the
+peer libraries, checks each against the float64 reference, captures each in a CUDA graph and times
+them interleaved round by round (drift hits all alike).  The parent turns the rounds into ratios
+with their spread, stores a validation record and reports regressions beyond the noise band.
 
 Gate runs (``inductor-tune validate --random``, see gate.py) measure hundreds of unstudied problems,
 most of which the rules leave alone: payload ``skip_untouched`` times only the default where the
@@ -24,127 +24,11 @@ import statistics
 from typing import Any, Sequence
 
 from .stats import NOISE_FLOOR  # smallest band a ratio must leave to count as a change (measured: stats.py)
+# The worker side (one process per problem) is ``variants``: the workers run it without this module,
+# which dispatches to them.
+from .variants import BEST, DEFAULT, HEURISTICS, UNTOUCHED_ROUNDS, measure_variants  # noqa: F401
 
 log = logging.getLogger(__name__)
-
-DEFAULT, HEURISTICS, BEST = "inductor_default", "heuristics", "best_found"
-# Rounds for the default of a problem the rules left alone: a GB/s figure, not a comparison.
-UNTOUCHED_ROUNDS = 2
-
-
-# -- worker side (one process per problem, CUDA initialised) ------------------------------------
-
-def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[str, Any]:
-    """Compile, check and time every variant of one problem; returns plain data for the parent."""
-    from . import evaluate, heuristics, peers
-    from .kernels import TOLERANCES
-    from .space import INDUCTOR_DEFAULT, TrialConfig
-
-    problem = state.problem
-    heur = heuristics.load(payload["heuristics"])
-    notes: list[str] = []
-    calls: dict[str, Any] = {}
-
-    before = evaluate._autotuner_ids()
-    calls[DEFAULT], default_plan = evaluate.compile_plan(state, INDUCTOR_DEFAULT)
-    default_choice = evaluate.inductor_choices_made(before)
-
-    before = evaluate._autotuner_ids()
-    mark = len(heuristics.applied_rules())
-    with heuristics.install(heur) as installed:
-        if not installed.active:
-            raise RuntimeError(installed.reason)
-        call = evaluate.CompiledCall(problem, state.inputs, state.grad_output)
-        try:
-            call.compile()
-        except Exception as exc:
-            raise RuntimeError(f"heuristics variant failed to compile: {evaluate.short_reason(exc, 300)}") from exc
-        calls[HEURISTICS] = call
-    heuristic_choice = evaluate.inductor_choices_made(before)
-    # Which rules reached a kernel of this compile.  Comparing the final launch configs is no test of
-    # that: where Inductor autotunes several candidates (pointwise kernels, small persistent and looped
-    # reductions) two compiles of the same program can settle on different ones (seen on an H200: up to
-    # 0.65x between two default compiles' picks).
-    rules_applied = heuristics.applied_rules()[mark:]
-
-    rounds = payload["rounds"]
-    untouched = bool(payload.get("skip_untouched")) and not rules_applied
-    if untouched:
-        # No rule applied: the heuristics variant is Inductor's own program, and timing it against the
-        # default would measure only Inductor's compile-to-compile variance.
-        del calls[HEURISTICS]
-        notes.append(f"{HEURISTICS}: Inductor's own launch configs; timed as the default")
-        rounds = min(rounds, UNTOUCHED_ROUNDS)
-
-    if payload.get("best_config") and not untouched:
-        config = TrialConfig.from_json(payload["best_config"])
-        try:
-            call, plan = evaluate.compile_plan(state, config)
-            reason = evaluate.verify_or_none(plan)
-            if reason:
-                notes.append(f"best found config not applied: {reason}")
-            else:
-                calls[BEST] = call
-        except Exception as exc:
-            notes.append(f"best found config failed to compile: {evaluate.short_reason(exc, 200)}")
-
-    want_peers = payload.get("peers", True) and not untouched
-    found, missing = peers.peer_functions(problem.kernel) if want_peers else ({}, {})
-    notes += [f"{name}: {why}" for name, why in missing.items()]
-    for name, fn in found.items():
-        call = _PeerCall(problem, state.inputs, state.grad_output, fn)
-        try:
-            call.compile()
-            calls[name] = call
-        except Exception as exc:
-            notes.append(f"{name}: failed to run ({evaluate.short_reason(exc, 200)})")
-
-    errors: dict[str, float] = {}
-    captures: dict[str, str] = {}
-    times: dict[str, list[float]] = {}
-    tol = TOLERANCES[problem.dtype]
-    with gpu_lock:
-        for name, call in list(calls.items()):
-            result = call.run_eager()
-            errors[name] = evaluate.reference_error(problem, state.inputs, state.grad_output, result)
-            if not errors[name] <= tol:
-                notes.append(f"{name}: wrong result (normwise error {errors[name]:.3g} > {tol:g}); not timed")
-                del calls[name]
-                continue
-            captures[name] = call.capture() if timing.cuda_graph else "disabled"
-        for _ in range(rounds):
-            for name, call in calls.items():
-                times.setdefault(name, []).append(evaluate.time_call(call.run, timing)[1])
-    for call in calls.values():
-        call.graph = None
-    return {
-        "times": times, "errors": errors, "captures": {k: v or None for k, v in captures.items()}, "notes": notes,
-        "studied": payload.get("studied", False), "untouched": untouched, "rules_applied": rules_applied,
-        "default_choice": json.loads(default_choice), "heuristic_choice": json.loads(heuristic_choice),
-        "slots": [dataclasses.asdict(slot) for slot in default_plan.slots], "bytes": state.bytes,
-    }
-
-
-def _peer_call_class():
-    from .evaluate import CompiledCall
-
-    class PeerCall(CompiledCall):
-        """A peer library's function in the harness that times Inductor's compiled ones."""
-
-        def __init__(self, problem, inputs, grad_output, fn):
-            super().__init__(problem, inputs, grad_output)
-            self.peer_fn = fn
-
-        def compile(self) -> None:
-            self.fn = self.peer_fn
-            self.result = self.run_eager()
-
-    return PeerCall
-
-
-def _PeerCall(problem, inputs, grad_output, fn):  # noqa: N802 - a class built lazily (torch import)
-    return _peer_call_class()(problem, inputs, grad_output, fn)
-
 
 # -- parent side ------------------------------------------------------------------------------
 

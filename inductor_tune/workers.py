@@ -136,7 +136,7 @@ class GpuBackend:
             return evaluate.remeasure(self.state, configs, task.timing, task.payload["rounds"], self.lock,
                                       task.payload.get("check", False))
         if task.kind == "validate":
-            from .validate import measure_variants
+            from .variants import measure_variants
 
             return measure_variants(self.state, task.payload, task.timing, self.lock)
         raise ValueError(f"unknown task kind {task.kind!r}")

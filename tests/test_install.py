@@ -23,6 +23,7 @@ import inductor_tune
 from inductor_tune import choices, cpu_codegen, heuristics, kernels
 from inductor_tune.choices import CompilePlan
 from inductor_tune.heuristics import HeuristicsError, KernelSlot, RuleSpec
+from inductor_tune.runtime import installation, registry
 from inductor_tune.space import INDUCTOR_DEFAULT, SlotConfig, TrialConfig
 
 H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
@@ -53,7 +54,7 @@ def _heur(*rules: RuleSpec) -> heuristics.Heuristics:
 def device(monkeypatch):
     """Which GPU install() sees; None is this CPU-only machine."""
     holder = types.SimpleNamespace(props=None)
-    monkeypatch.setattr(heuristics, "_current_device_props", lambda: holder.props)
+    monkeypatch.setattr(installation, "_current_device_props", lambda: holder.props)
     return holder
 
 
@@ -223,6 +224,33 @@ def test_a_tuning_plan_wins_over_installed_rules(device):
     assert FIXED.findall(plan.sources[0]) == [repr(forced.fixed_config())]
 
 
+class _Planner:
+    """A registered planner as the runtime sees one (the tuner's CompilePlan is the real one)."""
+
+    def __init__(self, answer):
+        self.answer, self.asked = answer, 0
+
+    def cache_key(self) -> str:
+        return "test-planner"
+
+    def kernel_kwargs(self, hook, features, groups, kernel_kwargs):
+        self.asked += 1
+        return self.answer(kernel_kwargs)
+
+
+def test_the_hook_asks_a_registered_planner_first_and_the_rules_only_where_it_declines(device):
+    """The tuner reaches the runtime's hook through registry.planning alone: what the planner returns is
+    used as it is (Inductor's own kwargs included), and None leaves the kernel to the installed rules."""
+    device.props = H200
+    fn = kernels.get_kernel("rmsnorm_fwd").build(torch.float32)
+    rule = RuleSpec("inner_looped", 2, (2048, 2048), ALL_ROWS, SUM_FWD, reductions="sum")
+    with inductor_tune.install(_heur(rule)):
+        for answer, fixed in ((lambda kwargs: None, [repr(SUM_FWD.fixed_config())]), (lambda kwargs: kwargs, [])):
+            planner = _Planner(answer)
+            with registry.planning(planner):
+                (src,) = cpu_codegen.generate_sources(fn, RMS_2048)
+            assert planner.asked and FIXED.findall(src) == fixed
+
 def test_rules_as_the_trial_config_validate_measures():
     heur = _heur(
         RuleSpec("inner_looped", 2, (2048, 2048), ALL_ROWS, SUM_FWD, reductions="sum"),
@@ -230,22 +258,22 @@ def test_rules_as_the_trial_config_validate_measures():
         RuleSpec("mix_order", 2, (2048, 2048), ALL_ROWS, MIX_2048, reductions="sum@backward"),
     )
     slot = KernelSlot("fw.red.x8192.r2048", False, 8192, 2048, False, False, "sum")
-    config = heur.trial_config([slot], "bf16", {slot.key: "INNER"})
+    config = heuristics.trial_config(heur, [slot], "bf16", {slot.key: "INNER"})
     assert config == TrialConfig(slots=((slot.key, SUM_FWD),))
-    assert heur.trial_config([slot], "bf16") == INDUCTOR_DEFAULT  # without its hint a kernel is not matched
-    assert heur.trial_config([slot], "fp32", {slot.key: "INNER"}) == INDUCTOR_DEFAULT
+    assert heuristics.trial_config(heur, [slot], "bf16") == INDUCTOR_DEFAULT  # without its hint a kernel is not matched
+    assert heuristics.trial_config(heur, [slot], "fp32", {slot.key: "INNER"}) == INDUCTOR_DEFAULT
     # The slot's reductions pick the rule: another kernel of the same size, or a probe that recorded
     # none (then torch_rules matches rules without a signature only), keeps the default.
     for reductions in ("welford_reduce+welford_reduce", ""):
         other = dataclasses.replace(slot, reductions=reductions)
-        assert heur.trial_config([other], "bf16", {slot.key: "INNER"}) == INDUCTOR_DEFAULT
+        assert heuristics.trial_config(heur, [other], "bf16", {slot.key: "INNER"}) == INDUCTOR_DEFAULT
     wide = KernelSlot("fw.red.x8192.r4096", False, 8192, 4096, False, False, "sum")
-    assert heur.trial_config([wide], "bf16", {wide.key: "INNER"}) == INDUCTOR_DEFAULT  # keep-default rule
+    assert heuristics.trial_config(heur, [wide], "bf16", {wide.key: "INNER"}) == INDUCTOR_DEFAULT  # keep-default rule
     # A backward slot is signed "@backward" (mix-order slots need no hint).
     mix = KernelSlot("bw.mix.x32768.r2048", True, 32768, 2048, True, True, "sum")
-    assert heur.trial_config([mix], "bf16") == TrialConfig(slots=((mix.key, MIX_2048),))
+    assert heuristics.trial_config(heur, [mix], "bf16") == TrialConfig(slots=((mix.key, MIX_2048),))
     forward = dataclasses.replace(mix, backward=False)
-    assert heur.trial_config([forward], "bf16") == INDUCTOR_DEFAULT
+    assert heuristics.trial_config(heur, [forward], "bf16") == INDUCTOR_DEFAULT
     choice = ('[{"config": {"R0_BLOCK": 2048, "XBLOCK": 2, "num_stages": 1, "num_warps": 16}, "heuristic": '
               '"HeuristicType.REDUCTION", "reduction_hint": "ReductionHint.INNER", "size_hints": {"r0_": 2048, '
               '"x": 8192}}]')

@@ -1,0 +1,164 @@
+"""The Inductor hook: one ``InductorChoices`` subclass that forces launch configs into reduction kernels.
+
+``InductorTuneChoices`` is set as ``config.inductor_choices_class``, by ``install`` for a user's rules
+and by the tuner's workers for its trials.  Inductor caches the choices object per thread on first
+use (``virtualized._choices_default``) and compiles backward graphs lazily on the autograd thread, so
+the object reads what to force from ``registry`` at every kernel rather than carry it: a tuning plan
+registered there first (``registry.planning``), else the installed rules, else nothing, and with
+nothing it behaves exactly like ``InductorChoices``.
+
+A forced config is written into the kernel source (``FixedTritonConfig``), so every cache keyed by
+source serves the right kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+import torch
+from torch._inductor.choices import InductorChoices
+
+from . import fallback, registry, torch_rules
+from .launch import SlotConfig
+
+log = logging.getLogger(__name__)
+
+SUPPORTED_TORCH = ((2, 11), (2, 13))
+
+
+class UnsupportedTorch(RuntimeError):
+    pass
+
+
+def torch_version_tuple(version: str | None = None) -> tuple[int, int]:
+    text = (version or torch.__version__).split("+")[0]
+    major, minor = text.split(".")[:2]
+    return int(major), int(minor)
+
+
+def check_torch_supported(version: str | None = None) -> None:
+    """Fail with one line unless this torch has the hooks the package drives (2.11 .. 2.13 checked)."""
+    found = torch_version_tuple(version)
+    low, high = SUPPORTED_TORCH
+    if not (low <= found <= high):
+        raise UnsupportedTorch(
+            f"torch {version or torch.__version__} is not supported: inductor_tune drives Inductor hooks "
+            f"checked on torch {low[0]}.{low[1]} to {high[0]}.{high[1]}"
+        )
+    from torch._inductor.codegen import triton as triton_codegen
+
+    if not hasattr(InductorChoices, "triton_kernel_kwargs") or not hasattr(triton_codegen, "FixedTritonConfig"):
+        raise UnsupportedTorch(
+            f"torch {torch.__version__} lacks InductorChoices.triton_kernel_kwargs or FixedTritonConfig"
+        )
+
+
+def force_config(kernel_kwargs: dict[str, Any], cfg: SlotConfig, mix_order: bool) -> dict[str, Any]:
+    """The TritonKernel kwargs that make Inductor emit ``cfg`` (installed rules and tuning plans alike)."""
+    from torch._inductor.codegen.triton import FixedTritonConfig
+
+    kernel_kwargs = dict(kernel_kwargs)
+    kernel_kwargs["fixed_config"] = FixedTritonConfig(cfg.fixed_config())
+    kernel_kwargs["override_cooperative_reduction"] = False
+    if not mix_order:  # Inductor asserts the mix-order kernel is persistent; it is forced already
+        kernel_kwargs["override_persistent_reduction"] = cfg.persistent
+    return kernel_kwargs
+
+
+def apply_rules(features, groups, kernel_kwargs):
+    """The installed rules' config for one kernel, as TritonKernel kwargs (unchanged where none applies)."""
+    table = registry.installed_table()
+    if table is None:
+        return kernel_kwargs
+    mix = bool(kernel_kwargs.get("mix_order_reduction"))
+    tiling = groups[0] if groups and isinstance(groups[0], dict) else {}
+    if kernel_kwargs.get("fixed_config") is not None or set(tiling) - {"x", "r0_"}:
+        return kernel_kwargs
+    try:
+        rule = torch_rules.rule_for_features(features, mix, table)
+        envelope = torch_rules.envelope_of_features(features) if rule is not None else None
+    except Exception as exc:  # a lookup failure must never break a user's compile
+        log.debug("heuristic lookup failed, keeping Inductor's config: %s", exc)
+        return kernel_kwargs
+    if rule is None:
+        return kernel_kwargs
+    if mix:
+        import torch._inductor.config as inductor_config
+
+        # The split was fixed before this hook runs; a mismatch would size the workspace wrongly.
+        if inductor_config.triton.mix_order_reduction_split_size != rule.RSPLIT_SIZE:
+            return kernel_kwargs
+    cfg = SlotConfig(
+        persistent=rule.persistent, XBLOCK=rule.XBLOCK, num_warps=rule.num_warps, R0_BLOCK=rule.R0_BLOCK,
+        num_stages=rule.num_stages, RSPLIT_SIZE=rule.RSPLIT_SIZE, NUM_STAGES=rule.NUM_STAGES,
+    )
+    log.debug("heuristic rule %s -> %s", rule, cfg.describe())
+    forced = force_config(kernel_kwargs, cfg, mix)
+    fallback.record(rule, envelope, forced["fixed_config"])
+    registry.note_applied(f"{torch_rules.describe_rule(rule)} -> x={features.numel} r={features.reduction_numel}")
+    return forced
+
+
+def mix_split_wrapper(original):
+    """Set the split size of one mix-order kernel from the rules (Inductor reads it from config)."""
+
+    @functools.wraps(original)
+    def wrapper(self, node1, node2):
+        import torch._inductor.config as inductor_config
+        from torch._inductor import scheduler
+
+        table = registry.installed_table()
+        split = None
+        # A tuning plan sets the split itself, through config, for the trial it measures.
+        if table is not None and registry.planner() is None \
+                and inductor_config.triton.mix_order_reduction_split_size is None:
+            try:
+                numel, rnumel = scheduler.MixOrderReduction.get_numel_rnumel(node1)
+                split = torch_rules.mix_order_split_size(node1, numel, rnumel, table)
+            except Exception as exc:
+                log.debug("mix-order split lookup failed, keeping Inductor's split: %s", exc)
+        if split is None:
+            return original(self, node1, node2)
+        with inductor_config.patch({"triton.mix_order_reduction_split_size": split}):
+            return original(self, node1, node2)
+
+    wrapper.__inductor_tune_original__ = original
+    return wrapper
+
+
+class InductorTuneChoices(InductorChoices):
+    """InductorChoices that applies the registered tuning plan to reduction kernels and, outside a plan,
+    the rules installed by ``inductor_tune.install`` (a tuning plan wins over installed rules)."""
+
+    def uuid(self) -> str | None:
+        # torch 2.13 folds this into the FX-graph cache key; the tuner disables that cache anyway.
+        plan = registry.planner()
+        if plan is not None:
+            return plan.cache_key()
+        digest = registry.installed_digest()
+        return f"inductor-tune-heuristics-{digest}" if digest else "inductor-default"
+
+    def triton_kernel_kwargs(self, kernel_cls, features, groups, kernel_kwargs):
+        kernel_kwargs = super().triton_kernel_kwargs(kernel_cls, features, groups, kernel_kwargs)
+        plan = registry.planner()
+        planned = plan.kernel_kwargs(self, features, groups, kernel_kwargs) if plan is not None else None
+        return planned if planned is not None else apply_rules(features, groups, kernel_kwargs)
+
+
+def drop_cached_choices() -> None:
+    """Inductor caches its choices object per thread on first use; drop this thread's so that the next
+    compile builds the configured class.  Threads that compiled before keep theirs."""
+    from torch._inductor import virtualized
+
+    virtualized.threadlocal.__dict__.pop(virtualized._choices._key, None)
+
+
+def use_hook() -> None:
+    """Make every later compile in this process go through ``InductorTuneChoices`` (rules or not)."""
+    import torch._inductor.config as inductor_config
+
+    check_torch_supported()
+    inductor_config.inductor_choices_class = InductorTuneChoices
+    drop_cached_choices()

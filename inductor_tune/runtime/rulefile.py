@@ -1,0 +1,265 @@
+"""Reading a rule file: one parser, as strict as what a patched torch and a user's process can take.
+
+``load`` is what ``inductor_tune.install`` and every command that reads a rule file call.  The file's
+texts reach generated code (``inductor-tune patch`` writes the GPU's name into a Python module), its
+configs are forced into kernels unmeasured, and a user's training run must not fail late on a typo,
+so everything is checked here, once, with one line saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import yaml
+
+from . import torch_rules
+from .launch import KernelSlot, SlotConfig, slot_violations
+from .rules import FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, RuleSpec
+
+
+def read_yaml(path: str, error: type[Exception]) -> Any:
+    """``yaml.safe_load`` of a file, every way it can fail turned into one line of ``error``."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path} is not a YAML text file (not UTF-8 at byte {exc.start})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise error(f"{path} is not valid YAML{where}: {' '.join(str(problem).split())}") from None
+    except RecursionError:  # thousands of nested brackets
+        raise error(f"{path} is nested too deeply to be an inductor-tune YAML file") from None
+
+
+def _need(mapping: Any, key: str, where: str, types) -> Any:
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise HeuristicsError(f"{where}: missing `{key}`")
+    value = mapping[key]
+    types = types if isinstance(types, tuple) else (types,)
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise HeuristicsError(f"{where}: `{key}` must be {' or '.join(t.__name__ for t in types)}, not {value!r}")
+    return value
+
+
+def _pow2_range(value: Any, where: str) -> tuple[int, int]:
+    ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if not ok or not all(v > 0 and v & (v - 1) == 0 for v in value) or value[0] > value[1]:
+        raise HeuristicsError(f"{where}: must be [low, high] powers of two with low <= high, not {value!r}")
+    return value[0], value[1]
+
+
+_CONFIG_KEYS = {"persistent", "XBLOCK", "num_warps", "R0_BLOCK", "num_stages", "RSPLIT_SIZE", "NUM_STAGES"}
+
+
+def _parse_config(data: Any, kind: str, rnumel: tuple[int, int], where: str) -> SlotConfig:
+    if not isinstance(data, dict) or set(data) - _CONFIG_KEYS:
+        raise HeuristicsError(f"{where}: config must be a mapping with keys from {sorted(_CONFIG_KEYS)}")
+    try:
+        cfg = SlotConfig(**data)
+    except TypeError as exc:
+        raise HeuristicsError(f"{where}: {exc}") from None
+    for field in ("XBLOCK", "num_warps", "R0_BLOCK", "RSPLIT_SIZE"):
+        v = getattr(cfg, field)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v & (v - 1)):
+            raise HeuristicsError(f"{where}: {field}={v!r} is not a positive power of two")
+    for field in ("num_stages", "NUM_STAGES"):
+        v = getattr(cfg, field)
+        # Written into the patch's rule table as they are: a text or a negative count is no launch config.
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 16):
+            raise HeuristicsError(f"{where}: {field}={v!r} is not a whole number of stages from 1 to 16")
+    if not isinstance(cfg.persistent, bool) or cfg.num_warps > 32:
+        raise HeuristicsError(f"{where}: persistent must be true/false and num_warps at most 32")
+    # Check the config against the largest kernel the range admits (the tile limits grow with rnumel).
+    probe = KernelSlot("rule", kind == "mix_order", 1 << 30, rnumel[1], kind == "mix_order", False)
+    reasons = slot_violations(probe, cfg)
+    if kind != "mix_order" and (cfg.RSPLIT_SIZE is not None or cfg.NUM_STAGES is not None):
+        reasons.append("RSPLIT_SIZE/NUM_STAGES only apply to mix_order rules")
+    if reasons:
+        raise HeuristicsError(f"{where}: illegal config: {'; '.join(reasons)}")
+    return cfg
+
+
+def parse(doc: Any, source: str = "heuristics") -> Heuristics:
+    if not isinstance(doc, dict):
+        raise HeuristicsError(f"{source}: not a heuristic file (expected a YAML mapping)")
+    if doc.get("format") != FORMAT:
+        raise HeuristicsError(f"{source}: format is {doc.get('format')!r}, expected {FORMAT!r}")
+    g = _need(doc, "gpu", source, dict)
+    gpu = GpuSpec(
+        name=_plain_text(_need(g, "name", f"{source}: gpu", str), f"{source}: gpu: name"),
+        fingerprint=_plain_text(_need(g, "fingerprint", f"{source}: gpu", str), f"{source}: gpu: fingerprint"),
+        compute_capability=str(_need(g, "compute_capability", f"{source}: gpu", (str, float))),
+        sm_count=_need(g, "sm_count", f"{source}: gpu", int),
+        torch=_plain_text(_need(g, "torch", f"{source}: gpu", str), f"{source}: gpu: torch"),
+        triton=_plain_text(_need(g, "triton", f"{source}: gpu", str), f"{source}: gpu: triton"),
+    )
+    problem = gpu_problem(gpu)
+    if problem:
+        raise HeuristicsError(f"{source}: gpu: {problem}")
+    provenance, holdout = doc.get("provenance") or {}, doc.get("holdout") or {}
+    if not isinstance(provenance, dict) or not isinstance(holdout, dict):
+        raise HeuristicsError(f"{source}: `provenance` and `holdout` must be mappings")
+    databases = provenance.get("databases", [])
+    if not isinstance(databases, list) or not all(isinstance(d, str) for d in databases):
+        raise HeuristicsError(f"{source}: provenance: `databases` must be a list of database paths or URLs")
+    for d in databases:
+        _plain_text(d, f"{source}: provenance: databases")
+    not_covered = doc.get("not_covered") or []
+    if not isinstance(not_covered, list):
+        raise HeuristicsError(f"{source}: `not_covered` must be a list")
+    rules = []
+    for i, r in enumerate(_need(doc, "rules", source, list)):
+        where = f"{source}: rules[{i}]"
+        kind = _need(r, "kind", where, str)
+        if kind not in KINDS:
+            raise HeuristicsError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
+        element_size = _need(r, "element_size", where, int)
+        if element_size not in (1, 2, 4, 8):
+            raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+        reductions = r.get("reductions")
+        if reductions is not None and not _is_signature(reductions):
+            raise HeuristicsError(f"{where}: reductions {reductions!r} is not like 'sum' or 'sum+sum@backward' "
+                                  "(reduction types sorted and '+'-joined, '@backward' for a backward graph)")
+        envelopes = r.get("envelopes") or []
+        if not isinstance(envelopes, list) or not all(_is_envelope(e) for e in envelopes):
+            raise HeuristicsError(f"{where}: envelopes must be a list of texts like "
+                                  f"'{torch_rules.envelope_text(dict.fromkeys(torch_rules.ENVELOPE_FIELDS, 1))}'")
+        rnumel = _pow2_range(_need(r, "rnumel", where, list), f"{where}: rnumel")
+        xnumel = _pow2_range(_need(r, "xnumel", where, list), f"{where}: xnumel")
+        action = _need(r, "action", where, str)
+        if action not in ("config", "keep_default"):
+            raise HeuristicsError(f"{where}: action {action!r} is neither 'config' nor 'keep_default'")
+        if (action == "config") != ("config" in r):
+            raise HeuristicsError(f"{where}: action {action!r} needs `config` exactly when it is 'config'")
+        cfg = _parse_config(r["config"], kind, rnumel, where) if action == "config" else None
+        evidence = _parse_evidence(r.get("evidence") or {}, where)
+        spans = [_span(r.get(key), f"{where}: {key}") for key in ("rows", "cols")]
+        rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence, reductions, tuple(envelopes), *spans)
+        for j, other in enumerate(rules):
+            same_kernels = (other.reductions is None or reductions is None or other.reductions == reductions) and (
+                not other.envelopes or not envelopes or set(other.envelopes) & set(envelopes))
+            if (other.kind, other.element_size) == (kind, element_size) and same_kernels \
+                    and _overlap(other.rnumel, rnumel) and _overlap(other.xnumel, xnumel):
+                raise HeuristicsError(f"{where}: overlaps rules[{j}] ({other.describe()})")
+        rules.append(rule)
+    return Heuristics(gpu, tuple(rules), provenance=provenance, holdout=holdout, not_covered=tuple(not_covered))
+
+
+# What a text from a heuristic file may hold where it reaches generated code (``inductor-tune patch``
+# writes the GPU's name and fingerprint into a Python module and a diff): printable ASCII without
+# quotes, backslashes or line breaks, so that no value can end a string, a comment or a docstring.
+_UNSAFE = set("\"'\\`")
+
+
+def text_problem(value: Any) -> str | None:
+    """Why ``value`` may not stand in generated code, or None."""
+    if not isinstance(value, str) or not value:
+        return "must be a non-empty text"
+    if len(value) > 300:
+        return "is longer than 300 characters"
+    if not (value.isascii() and value.isprintable()) or _UNSAFE & set(value):
+        return "may hold only printable ASCII without quotes or backslashes (no line breaks)"
+    return None
+
+
+def _plain_text(value: str, where: str) -> str:
+    problem = text_problem(value)
+    if problem:
+        raise HeuristicsError(f"{where} {problem}")
+    return value
+
+
+_CAPABILITY = re.compile(r"[1-9][0-9]?\.[0-9]")
+
+
+def gpu_problem(gpu: GpuSpec) -> str | None:
+    """Why a GPU description cannot be used (in a rule table, a patch), or None; also checks a
+    ``GpuSpec`` built in code, which never went through ``parse``."""
+    for field in ("name", "fingerprint", "torch", "triton"):
+        problem = text_problem(getattr(gpu, field))
+        if problem:
+            return f"{field} {problem}"
+    if not isinstance(gpu.compute_capability, str) or not _CAPABILITY.fullmatch(gpu.compute_capability):
+        return f"compute_capability {gpu.compute_capability!r} is not like '9.0'"
+    if not isinstance(gpu.sm_count, int) or isinstance(gpu.sm_count, bool) or not 0 < gpu.sm_count <= 100_000:
+        return f"sm_count {gpu.sm_count!r} is not a positive number of SMs"
+    return None
+
+
+_EVIDENCE_NUMBERS = ("gain_geomean", "gain_min", "gain_max", "noise", "worst_regret")
+_EVIDENCE_LISTS = ("shapes", "measured", "unmeasured", "inductor_default", "candidates")
+
+
+def _parse_evidence(ev: Any, where: str) -> Evidence:
+    """Evidence is data the patch formats into comments: numbers must be numbers, lists lists of text."""
+    if not isinstance(ev, dict):
+        raise HeuristicsError(f"{where}: evidence must be a mapping")
+    out: dict[str, Any] = {}
+    for key in _EVIDENCE_NUMBERS:
+        value = ev.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise HeuristicsError(f"{where}: evidence: `{key}` must be a number, not {value!r}")
+        out[key] = value
+    for key in _EVIDENCE_LISTS:
+        value = ev.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise HeuristicsError(f"{where}: evidence: `{key}` must be a list of texts")
+        out[key] = tuple(value)
+    note = ev.get("note", "")
+    if not isinstance(note, str):
+        raise HeuristicsError(f"{where}: evidence: `note` must be a text")
+    return Evidence(note=note, **out)
+
+
+_REDUCTION_TYPE = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def _is_signature(text: Any) -> bool:
+    """Reduction type names as Inductor spells them (``welford_reduce``), sorted, '+'-joined; nothing else
+    may reach the generated torch module (``inductor-tune patch``)."""
+    if not isinstance(text, str) or not text:
+        return False
+    types = text[: -len(torch_rules.BACKWARD_MARK)] if text.endswith(torch_rules.BACKWARD_MARK) else text
+    parts = types.split("+")
+    return all(_REDUCTION_TYPE.fullmatch(t) for t in parts) and types == torch_rules.reductions_key(parts)
+
+
+_OPS = re.compile(r"[a-z][a-z0-9_]*:[0-9]+(\+[a-z][a-z0-9_]*:[0-9]+)*")
+
+
+def _is_envelope(text: Any) -> bool:
+    if not isinstance(text, str):
+        return False
+    fields = [item.partition("=") for item in text.split(",")]
+    ops = fields.pop() if fields and fields[-1][0] == torch_rules.OPS_FIELD else None
+    if ops is not None and not (_OPS.fullmatch(ops[2]) and ops[2].isascii()):
+        return False
+    return [name for name, _, _ in fields] == list(torch_rules.ENVELOPE_FIELDS) and all(
+        value.isascii() and value.isdigit() for _, _, value in fields)
+
+
+def _span(value: Any, where: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if not (isinstance(value, list) and len(value) == 2 and all(type(v) is int and v > 0 for v in value)
+            and value[0] <= value[1]):
+        raise HeuristicsError(f"{where} must be [low, high]: positive integers, low <= high (the measured span)")
+    return value[0], value[1]
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def load(path: str) -> Heuristics:
+    if os.path.isdir(path):
+        raise HeuristicsError(f"heuristic file {path} is a directory; name a YAML file written by `distill`")
+    if not os.path.exists(path):
+        raise HeuristicsError(f"cannot read heuristic file {path}: no such file")
+    return parse(read_yaml(path, HeuristicsError), path)

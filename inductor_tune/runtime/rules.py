@@ -1,0 +1,162 @@
+"""What a distilled rule file holds: the GPU it was measured on and its rules, each with its evidence.
+
+A heuristic file (YAML, written by ``inductor-tune distill``, read by ``rulefile``) holds the rules
+for one GPU model: per kernel kind, element size and next_pow2(rnumel)/next_pow2(xnumel) range either
+a launch config or "keep default", each with its evidence, plus the provenance of the studies and the
+held-out results.  ``Heuristics.table`` turns the config rules into the ``torch_rules.Table`` that
+``install`` and a patched torch both consult, so the two cannot cover different kernels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any, Mapping
+
+from . import torch_rules
+from .launch import SlotConfig
+
+FORMAT = "inductor-tune-heuristics/1"
+KINDS = ("inner_persistent", "inner_looped", "outer", "mix_order")
+
+
+class HeuristicsError(ValueError):
+    """A heuristic file that cannot be used; the message is the one line the user sees."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuSpec:
+    name: str
+    fingerprint: str
+    compute_capability: str  # "9.0"
+    sm_count: int
+    torch: str
+    triton: str
+
+    @property
+    def cc(self) -> int:
+        major, minor = self.compute_capability.split(".")
+        return int(major) * 10 + int(minor)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What the rule rests on, measured on the fitting shapes of its range (in-sample)."""
+
+    shapes: tuple[str, ...] = ()
+    measured: tuple[str, ...] = ()  # shapes where the rule's config was measured
+    unmeasured: tuple[str, ...] = ()  # shapes where it never was (to re-measure on the GPU)
+    gain_geomean: float | None = None  # speedup over Inductor's default, where measured
+    gain_min: float | None = None
+    gain_max: float | None = None
+    noise: float | None = None  # largest measurement noise at those shapes (fraction)
+    worst_regret: float | None = None  # worst ratio of the shape's best time to the rule's time
+    inductor_default: tuple[str, ...] = ()  # what Inductor picks there today
+    candidates: tuple[str, ...] = ()  # promising configs measured at too few shapes: re-measure these
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleSpec:
+    kind: str
+    element_size: int
+    rnumel: tuple[int, int]
+    xnumel: tuple[int, int]
+    config: SlotConfig | None  # None: keep Inductor's default
+    evidence: Evidence = Evidence()
+    reductions: str | None = None  # torch_rules.reductions_key of the kernels it covers; None: any
+    # torch_rules.envelope_text of every kernel the evidence measured; the rule covers those alone
+    # (empty: any, as in files written before envelopes were recorded).
+    envelopes: tuple[str, ...] = ()
+    # Inclusive spans of the actual rows and reduction lengths the evidence measured; None: the pow2
+    # ranges alone (files written before spans were recorded).  See torch_rules.Rule.
+    rows: tuple[int, int] | None = None
+    cols: tuple[int, int] | None = None
+
+    def matches(self, kind: str, element_size: int | None, rnumel_pow2: int, xnumel_pow2: int,
+                reductions: str | None = None, envelope: str | None = None, rows: int | None = None,
+                cols: int | None = None) -> bool:
+        return (
+            self.kind == kind and self.element_size == element_size
+            and self.rnumel[0] <= rnumel_pow2 <= self.rnumel[1] and self.xnumel[0] <= xnumel_pow2 <= self.xnumel[1]
+            and (self.reductions is None or self.reductions == reductions)
+            and (not self.envelopes or envelope in self.envelopes)
+            # Sizes not given (a fit's pow2 bookkeeping): the buckets alone.  Lookups of real kernels
+            # (``lookup``, torch_rules) always pass them.
+            and (rows is None or torch_rules.within(self.rows, rows))
+            and (cols is None or torch_rules.within(self.cols, cols))
+        )
+
+    def describe(self) -> str:
+        what = self.config.describe() if self.config else "keep default"
+        fused = f" reductions={self.reductions}" if self.reductions else ""
+        return f"{self.kind}{fused} elem={self.element_size}B r={self.rnumel[0]}..{self.rnumel[1]} " \
+               f"x={self.xnumel[0]}..{self.xnumel[1]}: {what}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Heuristics:
+    gpu: GpuSpec
+    rules: tuple[RuleSpec, ...]
+    provenance: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    holdout: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    not_covered: tuple[str, ...] = ()
+
+    def lookup(self, kind: str, element_size: int | None, rnumel: int, xnumel: int,
+               reductions: str | None = None, envelope: str | None = None) -> RuleSpec | None:
+        """The rule covering a kernel (sizes are rounded up to powers of two, as Inductor's hints are)."""
+        r, x = torch_rules.next_pow2(rnumel), torch_rules.next_pow2(xnumel)
+        return next((rule for rule in self.rules
+                     if rule.matches(kind, element_size, r, x, reductions, envelope, xnumel, rnumel)), None)
+
+    def table(self) -> torch_rules.Table:
+        """The config rules as torch_rules consults them (keep-default rules need no entry)."""
+        rules = tuple(
+            torch_rules.Rule(
+                kind=r.kind, element_size=r.element_size, rnumel=tuple(r.rnumel), xnumel=tuple(r.xnumel),
+                persistent=r.config.persistent, XBLOCK=r.config.XBLOCK, num_warps=r.config.num_warps,
+                R0_BLOCK=None if r.config.persistent else r.config.R0_BLOCK,
+                num_stages=1 if r.config.persistent else r.config.num_stages,
+                RSPLIT_SIZE=r.config.RSPLIT_SIZE, NUM_STAGES=r.config.NUM_STAGES, reductions=r.reductions,
+                envelopes=tuple(r.envelopes), rows=tuple(r.rows) if r.rows else None,
+                cols=tuple(r.cols) if r.cols else None,
+            )
+            for r in self.rules if r.config is not None
+        )
+        return torch_rules.Table(self.gpu.name, self.gpu.cc, self.gpu.sm_count, rules)
+
+    def digest(self) -> str:
+        body = json.dumps([dataclasses.asdict(self.gpu), [rule_dict(r) for r in self.rules]], sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def config_dict(cfg: SlotConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {"persistent": cfg.persistent, "XBLOCK": cfg.XBLOCK, "num_warps": cfg.num_warps}
+    if not cfg.persistent:
+        out.update(R0_BLOCK=cfg.R0_BLOCK, num_stages=cfg.num_stages)
+    if cfg.RSPLIT_SIZE is not None:
+        out.update(RSPLIT_SIZE=cfg.RSPLIT_SIZE, NUM_STAGES=cfg.NUM_STAGES)
+    return out
+
+
+def rule_dict(rule: RuleSpec) -> dict[str, Any]:
+    """A rule as the file spells it; the digest hashes this, so a file written and read back keeps its digest."""
+    out: dict[str, Any] = {"kind": rule.kind}
+    if rule.reductions is not None:
+        out["reductions"] = rule.reductions
+    out.update({
+        "element_size": rule.element_size, "rnumel": list(rule.rnumel), "xnumel": list(rule.xnumel),
+    })
+    if rule.envelopes:
+        out["envelopes"] = list(rule.envelopes)
+    if rule.rows:
+        out["rows"] = list(rule.rows)
+    if rule.cols:
+        out["cols"] = list(rule.cols)
+    out["action"] = "config" if rule.config else "keep_default"
+    if rule.config:
+        out["config"] = config_dict(rule.config)
+    ev = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(rule.evidence).items()}
+    out["evidence"] = {k: v for k, v in ev.items() if v not in (None, "", [])}
+    return out

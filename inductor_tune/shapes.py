@@ -1,0 +1,38 @@
+"""The shapes and dtypes a tuning problem may name, without torch and without the kernel catalog.
+
+Below both ``kernels`` (whose specs take a ``Shape``) and ``problem`` (whose ``Problem`` looks its
+kernel up in the catalog), so neither imports the other back; both re-export these names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+
+# The activation dtypes a problem may name, with their bytes per element (torch's itemsize).
+ELEMENT_SIZES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
+DTYPE_NAMES = tuple(ELEMENT_SIZES)
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """Rows (M) by reduction length (N) of a 2-D activation."""
+
+    rows: int
+    cols: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Shape":
+        parts = text.lower().replace(" ", "").split("x")
+        # ASCII digits only: str.isdigit() also accepts full-width and superscript digits ('１２', '²').
+        if len(parts) != 2 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
+            raise ValueError(f"shape {text!r} is not of the form MxN with positive integers, e.g. 32768x4096")
+        return cls(int(parts[0]), int(parts[1]))
+
+    def __str__(self) -> str:
+        return f"{self.rows}x{self.cols}"
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(n)))
