@@ -56,10 +56,11 @@ def test_the_cpu_harness_computes_the_op_counts_the_gpu_probe_recorded(hooked, n
 
 
 def test_softmax_and_rmsnorm_compute_different_things_though_they_move_the_same_bytes(hooked):
-    softmax = _slot("softmax_fwd").envelope
-    rms = _slot("rmsnorm_fwd").envelope
-    assert "exp:1" in softmax and "exp" not in rms
-    assert torch_rules.envelope_without_ops(softmax) != softmax
+    # On the CPU harness softmax is max+sum (exp:1 among its ops) unless an earlier compile in this process
+    # registered the post-grad patterns that make it an online softmax (load:2+to_dtype:2, as on a GPU).
+    softmax = _slot("softmax_fwd").envelope.split(",ops=")[1]
+    rms = _slot("rmsnorm_fwd").envelope.split(",ops=")[1]
+    assert softmax in ("exp:1+load:3+sub:1+to_dtype:2", "load:2+to_dtype:2") and rms == "load:1+mul:1+to_dtype:1"
 
 
 def test_the_held_out_collision_is_told_apart():
