@@ -14,6 +14,7 @@ import dataclasses
 import functools
 from typing import Callable
 
+from .runtime import torch_rules
 from .shapes import ELEMENT_SIZES, Shape, next_pow2  # noqa: F401 - re-exported from their old home
 
 EPS = 1e-6
@@ -295,9 +296,9 @@ TRAIN_FORWARD_OF = ("nn_rmsnorm_fwd", "nn_layernorm_fwd", "llama_rmsnorm_fwd", "
 CATALOG.update({(train := _train_forward(CATALOG[name])).name: train for name in TRAIN_FORWARD_OF})
 
 
-def _envelope(row_reads, row_writes, other_reads, other_writes, row_bytes) -> str:
-    return (f"row_reads={row_reads},row_writes={row_writes},other_reads={other_reads},other_writes={other_writes},"
-            f"row_bytes={row_bytes}")
+def _envelope(*counts: int) -> str:
+    """``torch_rules.envelope_text`` of (row_reads, row_writes, other_reads, other_writes, row_bytes)."""
+    return torch_rules.envelope_text(dict(zip(torch_rules.ENVELOPE_FIELDS, counts)))
 
 
 # What a default bf16 compile's main kernel (the forward kernel; the fused mix-order or row kernel of a
@@ -375,8 +376,8 @@ PROBED_OPS: dict[tuple[str, str, str], str] = {
 def _probed_envelope(spec: KernelSpec) -> str:
     """The main kernel's envelope with what its reductions compute, as the probe saw it."""
     reductions, envelope = PROBED_BF16[spec.name]
-    signature = "+".join(sorted(reductions.split("+"))) + ("@backward" if spec.backward else "")
-    return f"{envelope},ops={PROBED_OPS[(spec.name, signature, envelope)]}"
+    signature = torch_rules.kernel_signature(reductions.split("+"), spec.backward)
+    return f"{envelope},{torch_rules.OPS_FIELD}={PROBED_OPS[(spec.name, signature, envelope)]}"
 
 
 CATALOG = {name: dataclasses.replace(spec, reductions=PROBED_BF16[name][0], envelope=_probed_envelope(spec))
