@@ -11,13 +11,12 @@ import multiprocessing as mp
 import types
 
 import pytest
+from fake_pools import H200, InstantPool
 
 from inductor_tune import cli, models, validate
 from inductor_tune.app import tune as app_tune, validate as app_validate
 from inductor_tune.store import Store
 
-H200 = {"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0", "memory_bytes": 1, "l2_bytes": 1,
-        "cuda_driver": "test", "cuda_runtime": "test", "torch": "2.11.0", "triton": "3.6.0"}
 DEFAULT_CHOICE = [{"kernel": "k", "config": {"XBLOCK": 1, "num_warps": 8}}]
 RULE_CHOICE = [{"kernel": "k", "config": {"XBLOCK": 1, "num_warps": 4}}]
 
@@ -30,33 +29,16 @@ def _answer(speedup: float) -> dict:
             "heuristic_choice": RULE_CHOICE, "untouched": False, "slots": [], "bytes": 4 * 10**9}
 
 
-class _Pool:
+class _Pool(InstantPool):
     """A WorkerPool on an H200 whose every validate task comes back ``speedup`` x faster under the rules."""
 
     speedup = 1.1
-    fingerprint, ceiling_gbps = H200, 4000.0
 
     def __init__(self, gpu, size, timeout_s, backend=None):
-        self.running = []
+        super().__init__()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def idle(self):
-        return [] if self.running else [0]
-
-    def busy(self):
-        return bool(self.running)
-
-    def dispatch(self, index, task):
-        self.running.append(task)
-
-    def collect(self):
-        done, self.running = [(t, _answer(self.speedup)) for t in self.running], []
-        return done
+    def answer(self, task):
+        return _answer(self.speedup)
 
 
 @pytest.fixture

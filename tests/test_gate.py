@@ -10,6 +10,7 @@ import sys
 import types
 
 import pytest
+from fake_pools import InstantPool
 
 from inductor_tune import gate, validate
 from inductor_tune.kernels import CATALOG
@@ -303,27 +304,13 @@ def test_a_heuristics_compile_failure_names_the_variant(worker):
 
 # -- the parent: failures are stored with the draw and counted, not raised ----------------------
 
-class _FakePool:
-    fingerprint = {"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0", "memory_bytes": 1,
-                   "l2_bytes": 1, "cuda_driver": "test", "cuda_runtime": "test", "torch": "2.11.0", "triton": "3.6.0"}
-    ceiling_gbps = 4000.0
-
+class _FakePool(InstantPool):
     def __init__(self, answers):
-        self.answers, self.running, self.payloads = answers, [], []
+        super().__init__()
+        self.answers = answers
 
-    def idle(self):
-        return [] if self.running else [0]
-
-    def busy(self):
-        return bool(self.running)
-
-    def dispatch(self, index, task):
-        self.running.append(task)
-        self.payloads.append(task.payload)
-
-    def collect(self):
-        done, self.running = [(t, self.answers[t.task_id]) for t in self.running], []
-        return done
+    def answer(self, task):
+        return self.answers[task.task_id]
 
 
 def test_a_gate_run_stores_failures_with_the_draw_and_the_gate_fails(tmp_path):
