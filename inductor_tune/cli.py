@@ -107,11 +107,12 @@ def cmd_validate(args) -> int:
         problems = tuple(Problem(k, s, d) for k in kernels for d in dtypes for s in shapes)
     else:
         gate = _gate_request(args)
-    if args.random is None and (args.rows or args.cols):
-        raise CliError("--rows and --cols bound the draw of --random; give --random N too")
+    if args.random is None and (args.rows or args.cols or args.draw_out):
+        raise CliError("--rows, --cols and --draw-out concern the draw of --random; give --random N too")
     dbs = tuple(d for d in args.db.split(",") if d.strip()) if args.db else None
     request = app.ValidateRequest(
         args.heuristics, problems, gate, dbs=dbs, storage=args.storage, rounds=args.rounds, gpu=gpu_index(args.gpu), workers=worker_count(args.workers), progress=not args.no_progress,
+        draw_out=args.draw_out,
     )
 
     def announce(draw, avoided: int) -> None:
@@ -143,6 +144,9 @@ def _gate_request(args):
 def print_validation(result) -> int:
     from .validate import ValidationRow, render
 
+    if result.draw is not None and result.gate is None:
+        print(f"draw written to {result.storage}; nothing measured")
+        return 0
     if result.gate is not None:
         touched = [r for r in result.rows if isinstance(r, ValidationRow) and r.heuristics_applied]
         if touched:

@@ -153,6 +153,8 @@ def _validate_arguments(sub) -> None:
     v.add_argument("--seed", default="0", help="--random: seed of the draw (default 0)")
     v.add_argument("--rows", metavar="LO:HI", help="--random: draw rows log-uniform in this range (default 1:1000000)")
     v.add_argument("--cols", metavar="LO:HI", help="--random: draw N log-uniform in this range (default 128:262144)")
+    v.add_argument("--draw-out", metavar="FILE", help="--random: write the draw to this new file and stop (no GPU): "
+                   "a held-out set fixed before the rules it scores are fitted; crossmeasure --avoid-draw keeps it out")
     v.add_argument("--max-gib", type=float, default=4.0, help="--random: largest memory a problem may keep "
                    "resident on the GPU, GiB (default 4)")
     from .models import CATALOG as MODEL_CATALOG

@@ -141,9 +141,15 @@ class Draw:
     @classmethod
     def from_json(cls, text: str) -> "Draw":
         data = json.loads(text)
-        return cls(data["seed"], data["n"], tuple(data["kernels"]), data["dtype"], data["max_bytes"],
-                   tuple(tuple(p) for p in data["problems"]), tuple(data.get("avoided_from", ())),
-                   tuple(data.get("rows", ROWS)), tuple(data.get("cols", COLS)))
+        if not isinstance(data, dict):
+            raise ValueError("a draw is a JSON object")
+        problems = tuple(tuple(p) for p in data["problems"])
+        for p in problems:
+            if not (len(p) == 4 and isinstance(p[0], str) and isinstance(p[3], str)
+                    and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in p[1:3])):
+                raise ValueError(f"a problem is [kernel, rows, cols, dtype], not {list(p)!r}"[:200])
+        return cls(data["seed"], data["n"], tuple(data["kernels"]), data["dtype"], data["max_bytes"], problems,
+                   tuple(data.get("avoided_from", ())), tuple(data.get("rows", ROWS)), tuple(data.get("cols", COLS)))
 
     def as_problems(self) -> list:
         from .problem import Problem, Shape

@@ -40,6 +40,9 @@ class ValidateRequest:
     gpu: int = 0
     workers: int | None = None  # None: as many as fit, up to 8
     progress: bool = True
+    # A gate's draw is written to this new file and nothing is measured: a held-out set is fixed (and
+    # committed) before any rule it will score is fitted, and crossmeasure keeps its shapes out.
+    draw_out: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +107,9 @@ def validate(request: ValidateRequest, on_draw: Callable[[Draw, int], None] | No
         draw, avoided = _draw(request.gate, dbs, db_urls)
         if on_draw is not None:
             on_draw(draw, avoided)
+        if request.draw_out:
+            write_draw(draw, request.draw_out)
+            return ValidateResult((), request.draw_out, draw)
     storage = storage_url(request.storage)
     refuse_storage_among(storage, dbs, DEFAULT_STORAGE)
     check_url(storage, create=True)
@@ -153,6 +159,36 @@ def _draw(gate: GateRequest, dbs: list[str], db_urls: list[str]) -> tuple[Draw, 
     except ValueError as exc:
         raise AppError(f"--random: {exc}") from None
     return draw, len(avoid)
+
+
+def write_draw(draw: Draw, path: str) -> None:
+    """The draw as JSON in a new file; an existing file is never replaced (a fixed held-out set stays fixed)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise AppError(f"--draw-out: {os.path.dirname(path) or '.'} is not a directory")
+    try:
+        with open(path, "x", encoding="utf-8") as out:
+            out.write(draw.to_json() + "\n")
+    except FileExistsError:
+        raise AppError(f"--draw-out: {path} exists; a fixed draw is never rewritten (choose a new file)") from None
+    except OSError as exc:
+        raise AppError(f"--draw-out: cannot write {path}: {exc.strerror}") from None
+
+
+def read_draws(paths: tuple[str, ...], flag: str) -> tuple[Draw, ...]:
+    """Draws written by ``--draw-out``, each checked to be one."""
+    from ..gate import Draw
+
+    draws = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                draws.append(Draw.from_json(f.read()))
+        except OSError as exc:
+            raise AppError(f"{flag}: cannot read {path}: {exc.strerror}") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise AppError(f"{flag}: {path} is not a draw written by `validate --draw-out` ({exc})") from None
+    return tuple(draws)
 
 
 def validate_models(request: ModelsRequest) -> ModelsResult:
