@@ -132,6 +132,13 @@ def _crossmeasure_arguments(sub) -> None:
                    help="kernel kinds whose group configs are also timed at 3/2 of each studied shape's rows, "
                    "where no study ran (comma-separated: mix_order, inner_persistent, inner_looped; 'none'; "
                    "default mix_order, whose program count follows the rows)")
+    c.add_argument("--span-probes", type=int, default=0, metavar="K",
+                   help="instead of the studied shapes, time K random probes inside the span of each size group "
+                   "whose fitted rule sets a config (random rows and N, none at a studied shape): that config and "
+                   "the group's covered candidates, where no study looked (default 0: off)")
+    c.add_argument("--seed", default="0", help="--span-probes: seed of the draw (default 0)")
+    c.add_argument("--avoid-draw", metavar="FILES",
+                   help="--span-probes: comma-separated held-out draws (validate --draw-out) whose shapes no probe takes")
     c.add_argument("--gpu", type=int, default=0, help="CUDA device index (default 0)")
     c.add_argument("--workers", type=int, help="worker processes (default: CPU cores - 1)")
     c.add_argument("--replay", metavar="DB", help="answer from measurements recorded in DB (labelled replayed)")

@@ -14,6 +14,14 @@ SMs changes with the rows, and a config may win at 8192 and 32768 rows yet lose 
 H200).  So per studied shape of a probed kind the group's configs are also timed at 3/2 of its rows,
 a row count no study uses; ``distill`` counts those probes as shapes of the group that a rule must
 hold at too.
+
+Span probes.  A rule covers every row count and reduction length between the smallest and largest its
+evidence measured, but the studies ran at a few sizes, most of them powers of two, and a fused backward
+whose split won at 1536 and 2048 lost 29 % at N=1868 (an H200's held-out set 4).  So ``span_probes``
+draws, from a seed, random rows (log-uniform) and N (uniform in the group's power-of-two bucket) inside
+the span of each group whose fitted rule sets a config, and times there that rule's config and the
+group's other covered candidates: what a rule claims, measured where no study looked.  The draw keeps
+out the studied shapes and the held-out draws it is given (``validate --draw-out``).
 """
 
 from __future__ import annotations
@@ -22,10 +30,11 @@ import dataclasses
 import json
 import logging
 import math
-from typing import Sequence
+import random
+from typing import Container, Sequence
 
-from .distill import size_groups
-from .evidence import ShapePoint, probe_point
+from .distill import FitParams, candidates, fit_rules, size_groups
+from .evidence import ShapePoint, probe_point, runs_over_rows
 from .problem import Problem, Shape
 from .records import TimingSpec
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, SlotConfig, TrialConfig, slot_violations
@@ -119,6 +128,55 @@ def plan(points: Sequence[ShapePoint], top: int = 3, neighbours: int = 2, max_co
     return items
 
 
+# Span probes are drawn within the sizes a gate problem may have (gate.draw_problems' default bound).
+SPAN_PROBE_MAX_BYTES = 4 * 2**30
+SPAN_PROBE_ATTEMPTS = 50
+
+
+def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: Container[tuple[int, int]] = (),
+                max_configs: int = 8, params: FitParams = FitParams()) -> list[PlanItem]:
+    """``per_group`` random probes inside the span of each size group whose fitted rule sets a config (see
+    the module's docstring), each timing that config and the group's covered candidates, at most
+    ``max_configs``.  A pure function of its arguments; ``avoid``: (rows, cols) kept out for every kernel
+    (held-out draws), besides every shape the points measured."""
+    from .gate import resident_bytes
+
+    rng = random.Random(seed)
+    rules = fit_rules(points, params)
+    taken = {(p.rows, p.cols) for p in points}
+    items: list[PlanItem] = []
+    for (kind, element_size, reductions, envelope, r), group in sorted(size_groups(points).items()):
+        rule = next((x for x in rules if x.config is not None and x.matches(kind, element_size, r, x.xnumel[0],
+                                                                          reductions, envelope or None)), None)
+        parents = [p for p in group if not p.probe and runs_over_rows(p)]
+        if rule is None or not parents or rule.rows is None:
+            continue
+        need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
+        configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
+        (rows_lo, rows_hi), cols_lo = rule.rows, max(r // 2 + 1, 1)
+        placed = 0
+        for _ in range(SPAN_PROBE_ATTEMPTS * per_group):
+            if placed == per_group:
+                break
+            # Every attempt draws the same two numbers, so the sequence depends only on the seed, the
+            # groups and the rejections.
+            rows = min(rows_hi, max(rows_lo, round(math.exp(rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
+            cols = rng.randint(cols_lo, r)
+            if (rows, cols) in taken or (rows, cols) in avoid:
+                continue
+            parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows))
+            if resident_bytes(parent.kernel, rows, cols, parent.dtype) > SPAN_PROBE_MAX_BYTES:
+                continue
+            point = probe_point(parent, rows, cols)
+            legal = list(dict.fromkeys(c for c in configs if not slot_violations(point.slot, c)))[:max_configs]
+            if not legal:
+                continue
+            taken.add((rows, cols))
+            placed += 1
+            items.append(PlanItem(point, tuple(legal), tuple(() for _ in legal)))
+    return items
+
+
 def bytes_needed(item: PlanItem, fixed: float, factor: dict[bool, float]) -> float:
     """GPU memory one worker needs to keep every config of the item compiled and captured at once."""
     element = 4 if item.point.dtype == "fp32" else 2
@@ -209,7 +267,7 @@ def describe(items: Sequence[PlanItem]) -> str:
         seen.add(key)
         same = [i for i in items if (i.point.family, i.point.r_pow2) == key]
         probed = sum(i.point.probe for i in same)
-        extra = f" + {probed} probe(s) at 3/2 of their rows" if probed else ""
+        extra = f" + {probed} probe(s) where no study ran" if probed else ""
         lines.append(f"{p.kind} {p.reductions} r={p.r_pow2}: {len(same) - probed} shape(s){extra} x "
                      f"{len(item.configs)} config(s)")
     return "\n".join(lines)

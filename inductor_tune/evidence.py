@@ -11,8 +11,9 @@ default's round-to-round spreads and of how far trial ratios missed the interlea
 of the same shape (e.g. from two databases) pool their speedups (geometric mean).
 
 Probes.  Crossmeasure records at a shape no study ran (``crossmeasure.probes``: 3/2 of a studied
-shape's rows) join their group as probe shapes: every candidate must have been timed there too, and
-must not lose there, but a probe proposes no config and is never scored as held out.
+shape's rows; ``crossmeasure.span_probes``: random rows and N inside a rule's span) join their group
+as probe shapes: every candidate must have been timed there too, and must not lose there, but a probe
+proposes no config and is never scored as held out.
 """
 
 from __future__ import annotations
@@ -265,32 +266,43 @@ def load_points(
     return points + [p for p in probed if p is not None], skipped
 
 
-def probe_point(parent: ShapePoint, rows: int) -> ShapePoint:
-    """``parent``'s kernel at another row count: no study, nothing measured yet."""
+def probe_point(parent: ShapePoint, rows: int, cols: int | None = None) -> ShapePoint:
+    """``parent``'s kernel at another row count (and reduction length): no study, nothing measured yet."""
     slot = parent.slot
-    key = slot_key(slot.backward, slot.mix_order, rows, slot.rnumel, ())
+    cols = parent.cols if cols is None else cols
+    rnumel = cols if slot.rnumel == parent.cols else slot.rnumel
+    key = slot_key(slot.backward, slot.mix_order, rows, rnumel, ())
     return dataclasses.replace(
-        parent, rows=rows, slot=dataclasses.replace(slot, key=key, xnumel=rows), speedups={}, noise=0.0, studies=(),
-        inductor_default="", interleaved=frozenset(), proposed=frozenset(), failed=frozenset(), crossmeasured=0,
-        probe=True,
+        parent, rows=rows, cols=cols, slot=dataclasses.replace(slot, key=key, xnumel=rows, rnumel=rnumel),
+        speedups={}, noise=0.0, studies=(), inductor_default="", interleaved=frozenset(), proposed=frozenset(),
+        failed=frozenset(), crossmeasured=0, probe=True,
     )
+
+
+def runs_over_rows(point: ShapePoint) -> bool:
+    """Whether the kernel's grid runs over the rows and its reduction over the whole row (inner and fused
+    mix-order kernels): only such a kernel can be probed at other rows and reduction lengths."""
+    return point.slot.xnumel == point.rows and point.slot.rnumel == point.cols
 
 
 def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence) -> ShapePoint | None:
     """The probe point of crossmeasure records at a shape no study ran: the kernel of the studied shape
-    of the same kernel, N and dtype with the nearest rows, at these rows."""
+    of the same kernel and dtype, in the same power-of-two bucket of N, with the nearest N and then the
+    nearest rows, at these sizes (a row probe keeps its N; a span probe, ``crossmeasure.span_probes``,
+    lies between studied N too)."""
     kernel, rows, cols, dtype = key
-    parents = [p for p in points if (p.kernel, p.cols, p.dtype) == (kernel, cols, dtype) and p.slot.xnumel == p.rows]
+    parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and runs_over_rows(p)
+               and next_pow2(p.cols) == next_pow2(cols)]
     if not parents:
-        log.info("crossmeasure records of %s %dx%d %s: no study of that kernel, N and dtype; not used",
-                  kernel, rows, cols, dtype)
+        log.info("crossmeasure records of %s %dx%d %s: no study of that kernel, dtype and N bucket; not used",
+                 kernel, rows, cols, dtype)
         return None
-    parent = min(parents, key=lambda p: (abs(math.log(p.rows / rows)), p.rows))
-    point = probe_point(parent, rows)
+    parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows, p.cols))
+    point = probe_point(parent, rows, cols)
     for rec in records:
         reasons = [f for f in json.loads(rec.checks_json).get("failures", []) if f]
         if any("that this compile did not generate" in f for f in reasons):
-            # Inductor generated other kernels at these rows: the probe does not speak for the group.
+            # Inductor generated other kernels at these sizes: the probe does not speak for the group.
             log.info("probe %s not used: %s", point.label, reasons[0][:200])
             return None
     point = _with_crossmeasure(point, records)

@@ -34,6 +34,11 @@ class CrossmeasureRequest:
     workers: int | None = None
     replay: str | None = None  # a database whose recorded measurements answer instead of the GPU
     progress: bool = True
+    # Span probes instead of the studied shapes: this many per size group whose rule sets a config,
+    # drawn from ``seed``, never at a problem of the held-out draws in ``avoid_draws`` (--draw-out files).
+    span_probes: int = 0
+    seed: int = 0
+    avoid_draws: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +68,14 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
     if request.replay:  # before the storage is created
         check_replay(request.replay, storage)
     check_url(storage, create=True)
+    if request.replay and request.span_probes:
+        raise AppError("--span-probes with --replay: a recording has no measurements at shapes no study ran")
+    if request.span_probes:
+        from .validate import read_draws
+
+        read_draws(request.avoid_draws, "--avoid-draw")  # a bad file is reported before the GPU is asked for
+    elif request.avoid_draws:
+        raise AppError("--avoid-draw keeps held-out draws out of span probes; give --span-probes too")
     if request.replay and request.probes:  # a recording holds the studies' own shapes; probes lie between them
         # Warned once the input is known good: a bad input's output is its one error line.
         log.warning("--replay: no probes (a recording has no measurements at shapes no study ran)")
@@ -106,5 +119,11 @@ def _plan(request: CrossmeasureRequest, gpu_query: str) -> list:
     points = [p for p in points if request.kernels is None or p.kernel in request.kernels]
     if not points:
         raise AppError(f"no usable single-kernel study of {gpu.fingerprint} in {', '.join(request.dbs)}")
+    if request.span_probes:
+        from .validate import read_draws
+
+        avoid = {(rows, cols) for draw in read_draws(request.avoid_draws, "--avoid-draw")
+                 for _, rows, cols, _ in draw.problems} | {(s.rows, s.cols) for s in request.hold_out}
+        return crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs)
     return crossmeasure_mod.plan(points, request.top, request.neighbours, request.max_configs, request.probes,
                                  request.hold_out)
