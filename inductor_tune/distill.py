@@ -13,10 +13,11 @@ noise at any shape and its geometric-mean gain exceeds both the largest noise th
 candidates the one with the best worst-case ratio to each shape's best wins (robustness, not
 per-shape argmax); without one the rule says "keep default".  Neighbouring groups merge while one
 config serves both without losing more than ``merge_tolerance`` in the worst case.  A rule covers
-only what its evidence covers: next_pow2(rows) between the fewest and most rows its family was
-measured at (a mix-order rule only the rows of its own shapes, probes included: its split size sets
-how many programs there are, and Inductor's own split grows with the rows), and only kernels with the
-envelope (what they read and write, ``torch_rules.envelope_of_features``) of its evidence.
+only what its evidence covers (span probes included, see ``crossmeasure.span_probes``):
+next_pow2(rows) between the fewest and most rows its family was measured at (a mix-order rule only the
+rows of its own shapes, probes included: its split size sets how many programs there are, and
+Inductor's own split grows with the rows), and only kernels with the envelope (what they read and
+write, ``torch_rules.envelope_of_features``) of its evidence.
 
 Hold-out.  Rules are refitted without some shapes and scored on them (every distinct N, every
 single shape, and optionally shapes named by the user), with only configs that the remaining
@@ -216,10 +217,16 @@ def size_groups(points: Sequence[ShapePoint]) -> dict[tuple[str, int, str, str, 
 
 
 def derived_from(point: ShapePoint, held: Sequence[ShapePoint]) -> bool:
-    """A probe ``crossmeasure.probes`` placed because of a held-out shape (3/2 of its rows): it exists only
-    because that shape was studied, so it stays out of a fit that holds the shape out."""
-    return point.probe and any((h.kernel, h.cols, h.dtype) == (point.kernel, point.cols, point.dtype)
-                               and h.rows * 3 // 2 == point.rows for h in held)
+    """A probe placed because of a held-out shape, which stays out of a fit that holds the shape out: a row
+    probe (``crossmeasure.probes``) at 3/2 of its rows exists only because that shape was studied; a span
+    probe (``crossmeasure.span_probes``) lies in a span and times configs that a fit of every shape of its
+    size group chose, so any held-out shape of that group may have placed it."""
+    if not point.probe:
+        return False
+    if point.span:
+        return any((*h.family, h.r_pow2) == (*point.family, point.r_pow2) for h in held)
+    return any((h.kernel, h.cols, h.dtype) == (point.kernel, point.cols, point.dtype)
+               and h.rows * 3 // 2 == point.rows for h in held)
 
 
 def proposed_by(points: Sequence[ShapePoint]) -> dict[tuple, frozenset]:

@@ -62,6 +62,9 @@ class ShapePoint:
     # A shape no study ran, where crossmeasure timed its group's configs (crossmeasure.probes): it
     # proposes nothing and is never scored as held out, but a rule must hold there too.
     probe: bool = False
+    # A span probe (crossmeasure.span_probes): placed inside a rule's span by a fit of every shape, not
+    # at 3/2 of one studied shape's rows.
+    span: bool = False
 
     @property
     def label(self) -> str:
@@ -298,7 +301,10 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence) -> Shape
                  kernel, rows, cols, dtype)
         return None
     parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows, p.cols))
-    point = probe_point(parent, rows, cols)
+    # A row probe's configs were proposed by studies its record names; a span probe's come from a fit of
+    # every shape, and its record names no proposer.
+    span = all(not any(json.loads(rec.origin_json or "[]")) for rec in records)
+    point = dataclasses.replace(probe_point(parent, rows, cols), span=span)
     for rec in records:
         reasons = [f for f in json.loads(rec.checks_json).get("failures", []) if f]
         if any("that this compile did not generate" in f for f in reasons):

@@ -1,0 +1,196 @@
+"""Span probes (`crossmeasure --span-probes`): random rows and N inside the span of every rule that sets
+a config, timed with that config and its group's covered candidates; distill must make the rule hold
+there.  The plan runs on the fixture's real H200 studies; the timings are made up by a scripted pool
+(a deterministic function of the config), so only the bookkeeping and the fit's logic are checked."""
+
+import json
+
+import distill_fixtures as fx
+import pytest
+
+from inductor_tune import cli, crossmeasure, distill, gate
+from inductor_tune.space import slot_violations
+from inductor_tune.store import Store
+
+GiB = 2**30
+
+
+@pytest.fixture(scope="module")
+def points():
+    return list(fx.fixture_points()[1])
+
+
+def _rule_of(rules, point):
+    return next((r for r in rules if r.config is not None and r.matches(
+        point.kind, point.element_size, point.r_pow2, r.xnumel[0], point.reductions, point.envelope or None)), None)
+
+
+def test_span_probes_lie_inside_config_rules_spans_off_every_studied_and_avoided_shape(points):
+    params = distill.FitParams()
+    rules = distill.fit_rules(points, params)
+    items = crossmeasure.span_probes(points, 3, seed=5)
+    assert items and items == crossmeasure.span_probes(points, 3, seed=5)  # a pure function of its arguments
+    assert [i.point.label for i in items] != [i.point.label for i in crossmeasure.span_probes(points, 3, seed=6)]
+    studied = {(p.rows, p.cols) for p in points}
+    groups = distill.size_groups(points)
+    per_group = {}
+    for item in items:
+        p = item.point
+        key = (*p.family, p.r_pow2)
+        per_group[key] = per_group.get(key, 0) + 1
+        rule = _rule_of(rules, p)
+        assert rule is not None and item.configs[0] == rule.config  # what the rule claims, timed first
+        assert rule.rows[0] <= p.rows <= rule.rows[1] and p.r_pow2 // 2 < p.cols <= p.r_pow2
+        assert (p.rows, p.cols) not in studied and p.probe and p.span and not p.speedups
+        assert p.slot.xnumel == p.rows and p.slot.rnumel == p.cols and p.slot.key.endswith(f"x{p.rows}.r{p.cols}")
+        assert not any(slot_violations(p.slot, c) for c in item.configs)
+        assert gate.resident_bytes(p.kernel, p.rows, p.cols, p.dtype) <= crossmeasure.SPAN_PROBE_MAX_BYTES
+        # The other configs are the group's covered candidates: timed at every shape of the group.
+        for cfg in item.configs[1:]:
+            assert all(cfg in q.speedups for q in groups[key]), cfg.describe()
+    assert set(per_group.values()) == {3}
+    for key, group in groups.items():
+        probe = group[0]
+        covered = _rule_of(rules, probe)
+        assert (key in per_group) == (covered is not None), key  # keep-default groups get no probe
+    # Held-out draws are kept out.
+    taken = {(i.point.rows, i.point.cols) for i in items}
+    again = crossmeasure.span_probes(points, 3, seed=5, avoid=taken)
+    assert not taken & {(i.point.rows, i.point.cols) for i in again} and len(again) == len(items)
+
+
+class TimedByConfig:
+    """The WorkerPool interface crossmeasure.run uses: the default takes 1 ms; ``slower`` configs take
+    1.3 ms, all others 0.9 ms, every round."""
+
+    def __init__(self, slower=()):
+        self.size, self.ceiling_gbps, self.slower = 2, 4000.0, set(slower)
+        self.fingerprint = dict(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=80 * GiB,
+                                l2_bytes=60 * 2**20, cuda_driver="580", cuda_runtime="13.0", torch="2.11.0+cu130",
+                                triton="3.6.0")
+        self._done = []
+
+    def idle(self, limit=None):
+        return [] if self._done else [0]
+
+    def busy(self):
+        return len(self._done)
+
+    def release(self, keep):
+        pass
+
+    def dispatch(self, index, task):
+        from inductor_tune.space import TrialConfig
+
+        times = []
+        for text in task.payload["configs"]:
+            config = TrialConfig.from_json(text)
+            cfg = None if config.inductor_default else next(iter(config.slot_map().values()))
+            ms = 1.0 if cfg is None else 1.3 if cfg in self.slower else 0.9
+            times.append([ms] * task.payload["rounds"])
+        n = len(times)
+        self._done.append((task, {"times": times, "errors": [1e-3] * n, "failures": [None] * n}))
+
+    def collect(self, timeout=0.5):
+        done, self._done = self._done, []
+        return done
+
+
+def _measured(points, tmp_path, slower):
+    items = crossmeasure.span_probes(points, 2, seed=3)
+    tmp_path.mkdir(exist_ok=True)
+    store = Store(f"sqlite:///{tmp_path}/span.sqlite")
+    assert crossmeasure.run(items, TimedByConfig(slower), store, rounds=3)["stored"] == len(items)
+    assert all(not any(json.loads(r.origin_json)) for r in store.crossmeasures())  # no proposer: a span probe
+    opened = fx.stores([*fx.fixture_dbs(), f"{tmp_path}/span.sqlite"])
+    return items, distill.load_points(opened, distill.select_gpu(opened, "H200"))[0]
+
+
+def test_a_rule_config_losing_at_a_span_probe_is_not_adopted_and_winning_ones_widen_the_span(points, tmp_path):
+    before = distill.fit_rules(points)
+    adopted = {r.config for r in before if r.config is not None}
+    items, merged = _measured(points, tmp_path / "lose", slower=adopted)
+    probes = [p for p in merged if p.probe and p.span]
+    assert sorted(p.label for p in probes) == sorted(i.point.label for i in items)
+    for p in probes:
+        assert p.crossmeasured == 1 and (*p.family, p.r_pow2) in distill.size_groups(points)
+    after = distill.fit_rules(merged)
+    for item in items:
+        rule = distill._rule_for(after, next(p for p in merged if p.label == item.point.label))
+        assert rule is None or rule.config != item.configs[0]  # lost 23 % there: never adopted again
+
+    _, merged = _measured(points, tmp_path / "win", slower=())
+    after = distill.fit_rules(merged)
+    widened = 0
+    for item in items:
+        rule = distill._rule_for(after, next(p for p in merged if p.label == item.point.label))
+        assert rule is not None and rule.config is not None and item.point.label in rule.evidence.shapes
+        assert rule.cols[0] <= item.point.cols <= rule.cols[1]
+        widened += all(q.cols > item.point.cols for q in points if (*q.family, q.r_pow2) ==
+                       (*item.point.family, item.point.r_pow2))
+    assert widened  # some probe lies below every studied N of its bucket, and the rule now reaches it
+
+
+def test_a_span_probe_is_derived_from_any_held_out_shape_of_its_size_group(points, tmp_path):
+    items, merged = _measured(points, tmp_path, slower=())
+    probe = next(p for p in merged if p.span)
+    group = [p for p in points if (*p.family, p.r_pow2) == (*probe.family, probe.r_pow2)]
+    other = [p for p in points if p.r_pow2 != probe.r_pow2 or p.family != probe.family]
+    assert distill.derived_from(probe, group[:1]) and not distill.derived_from(probe, other)
+    assert not distill.derived_from(group[0], group)  # a study is never derived
+
+
+def test_validate_draw_out_fixes_a_draw_without_a_gpu_and_never_rewrites_it(tmp_path, capsys):
+    dbs = ",".join(fx.fixture_dbs())
+    out = tmp_path / "set.json"
+    argv = ["validate", "heuristics/h200.yaml", "--random", "40", "--seed", "9", "--rows", "4096:65536", "--db", dbs]
+    assert cli.main([*argv, "--draw-out", str(out)]) == 0
+    assert f"draw written to {out}" in capsys.readouterr().out
+    draw = gate.Draw.from_json(out.read_text())
+    avoid = gate.studied_shapes(fx.stores())
+    assert draw == gate.make_draw(40, 9, None, avoid, 4 * GiB, rows=(4096, 65536), avoided_from=tuple(dbs.split(",")))
+    text = out.read_text()
+    for extra, message in [
+        (["--draw-out", str(out)], "exists; a fixed draw is never rewritten"),
+        (["--draw-out", str(tmp_path / "absent" / "x.json")], "is not a directory"),
+    ]:
+        assert cli.main([*argv, *extra]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith("inductor-tune: error: --draw-out: ") and message in line, line
+    assert cli.main(["validate", "heuristics/h200.yaml", "--shapes", "8x8", "--draw-out", str(tmp_path / "y")]) == 2
+    assert "give --random N too" in capsys.readouterr().err
+    assert out.read_text() == text and not (tmp_path / "y").exists()
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("[1, 2]", "a draw is a JSON object"),
+    ('{"seed": 1, "n": 1, "kernels": [], "dtype": "bf16", "max_bytes": 1, "problems": [["k", "8", 8, "bf16"]]}',
+     "a problem is [kernel, rows, cols, dtype]"),
+    ('{"seed": 1}', "problems"),
+    ("not json", "Expecting value"),
+])
+def test_crossmeasure_span_probe_arguments_and_bad_draw_files_are_one_line(tmp_path, capsys, text, fragment):
+    dbs = list(fx.fixture_dbs())
+    storage = tmp_path / "cm.sqlite"
+    good = tmp_path / "held.json"
+    good.write_text(gate.make_draw(5, 1, ["rmsnorm_fwd"], set(), GiB).to_json())
+    base = ["crossmeasure", *dbs, "--storage", str(storage), "--plan-only", "H200"]
+    assert cli.main([*base, "--span-probes", "2", "--seed", "4", "--avoid-draw", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "0 shape(s) + 2 probe(s) where no study ran" in out and not storage.exists()
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    for argv, message in [
+        (["--span-probes", "2", "--avoid-draw", str(bad)], f"--avoid-draw: {bad} is not a draw"),
+        (["--span-probes", "2", "--avoid-draw", str(tmp_path / "absent.json")], "--avoid-draw: cannot read"),
+        (["--avoid-draw", str(good)], "give --span-probes too"),
+        (["--span-probes", "-1"], "--span-probes at least 0"),
+        (["--span-probes", "2", "--seed", "-3"], "--seed"),
+        (["--span-probes", "2", "--replay", dbs[0]], "--span-probes with --replay"),
+    ]:
+        assert cli.main([*base, *argv]) == 2, argv
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith("inductor-tune: error: ") and message in line, line
+        if "is not a draw" in message:
+            assert fragment in line, line
+    assert not storage.exists() and bad.read_text() == text
