@@ -34,7 +34,8 @@ import math
 from typing import Sequence
 
 from . import __version__, stats
-from .evidence import DistillError, ShapePoint, geomean, load_points, select_gpu
+from .stats import geomean
+from .evidence import DistillError, ShapePoint, load_points, select_gpu
 from .heuristics import Evidence, Heuristics, RuleSpec
 from .kernels import Shape
 from .space import SlotConfig, slot_violations

@@ -32,6 +32,7 @@ from .records import Outcome
 from .space import DEFAULT_FLAGS, SearchSpace, SlotConfig, TrialConfig, slot_key
 from .store import Gpu, Store
 from .runtime.torch_rules import OPS_FIELD, kernel_kind, kernel_signature, next_pow2
+from .stats import geomean
 
 log = logging.getLogger(__name__)
 
@@ -359,7 +360,3 @@ def _with_crossmeasure(point: ShapePoint, records: Sequence) -> ShapePoint:
         return point
     return dataclasses.replace(point, speedups=speedups, interleaved=frozenset(interleaved), failed=frozenset(failed),
                                noise=noise, crossmeasured=point.crossmeasured + used)
-
-
-def geomean(values: Sequence[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))

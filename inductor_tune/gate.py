@@ -207,7 +207,8 @@ class GateSummary:
 def summarize_gate(rows: Sequence[Any], draw: Draw | None = None) -> GateSummary:
     """The verdict over a gate run's ``validate.run_validation`` rows (``ValidationRow``s and
     ``ProblemFailure``s): PASS only without failures and without regressions beyond noise."""
-    from .validate import HEURISTICS, ProblemFailure, geomean
+    from .stats import geomean_or_nan as geomean
+    from .validate import HEURISTICS, ProblemFailure
 
     failures, measured = [], []
     for row in rows:

@@ -7,7 +7,10 @@ kernel up in the catalog), so neither imports the other back; both re-export the
 from __future__ import annotations
 
 import dataclasses
-import math
+
+# The one next_pow2: the runtime's rule lookup (which `patch` copies into torch) buckets sizes with it,
+# so the tuner must bucket them the same way.
+from .runtime.torch_rules import next_pow2  # noqa: F401 - re-exported
 
 
 # The activation dtypes a problem may name, with their bytes per element (torch's itemsize).
@@ -34,5 +37,3 @@ class Shape:
         return f"{self.rows}x{self.cols}"
 
 
-def next_pow2(n: int) -> int:
-    return 1 << max(0, math.ceil(math.log2(n)))

@@ -33,6 +33,11 @@ def geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def geomean_or_nan(values: Sequence[float]) -> float:
+    """``geomean`` of a summary that may have nothing to summarize (no problem a rule reached): nan."""
+    return geomean(values) if len(values) else float("nan")
+
+
 def spread(rounds: Rounds) -> float:
     """Relative range of one config's rounds: (max - min) / median, untimed rounds left out."""
     timed = _timed(rounds)

@@ -19,11 +19,10 @@ import dataclasses
 import hashlib
 import json
 import logging
-import math
 import statistics
 from typing import Any, Sequence
 
-from .stats import NOISE_FLOOR  # smallest band a ratio must leave to count as a change (measured: stats.py)
+from .stats import NOISE_FLOOR, geomean
 # The worker side (one process per problem) is ``variants``: the workers run it without this module,
 # which dispatches to them.
 from .variants import BEST, DEFAULT, HEURISTICS, UNTOUCHED_ROUNDS, measure_variants  # noqa: F401
@@ -112,9 +111,6 @@ def _configs(choice: list[dict[str, Any]]) -> list:
     return sorted(json.dumps(c.get("config"), sort_keys=True) for c in choice)
 
 
-def geomean(values: Sequence[float]) -> float:
-    values = [v for v in values if v and v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
 def render(rows: Sequence[ValidationRow]) -> str:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from inductor_tune import validate
+from inductor_tune import stats, validate
 from inductor_tune.store import Store
 
 
@@ -81,7 +81,7 @@ def test_best_found_is_inductors_default_where_the_study_found_nothing_better(st
     (line,) = [l for l in text.splitlines() if l.startswith("heuristics vs per-shape best found")]
     assert f"over {len(kept) + len(found)} shape(s)" in line
     ratios = [r.best_found().median_ms / r.variant(validate.HEURISTICS).median_ms for r in kept + found]
-    assert f"geomean {validate.geomean(ratios):.3f}, worst {min(ratios):.3f}" in line
+    assert f"geomean {stats.geomean(ratios):.3f}, worst {min(ratios):.3f}" in line
 
 
 def test_a_changed_kernel_slower_in_every_round_regresses_and_an_unchanged_one_never_does(records):
