@@ -38,6 +38,7 @@ from .evidence import ShapePoint, probe_point, runs_over_rows
 from .problem import Problem, Shape
 from .records import TimingSpec
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, SlotConfig, TrialConfig, slot_violations
+from .tasks import Remeasured, RemeasureTask
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +192,7 @@ def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingS
     record per item; items this GPU stack already has a complete record of are skipped (a run cut
     short resumes).  Returns counts of stored, skipped and failed items."""
     from .search import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES, fingerprint_key
-    from .workers import Task, TaskFailure
+    from .workers import TaskFailure, run_tasks
 
     replayed = bool(pool.fingerprint.get("replayed"))
     key = fingerprint_key(pool.fingerprint)
@@ -212,43 +213,29 @@ def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingS
         progress.update(counts["skipped"])
     # Smallest first: the allowed width only shrinks, so idle workers are released once, in order.
     pending = sorted(todo, key=width, reverse=True)
-    tasks: dict[int, PlanItem] = {}
-    released = pool.size
-    while pending or pool.busy():
-        if pending:
-            allowed = width(pending[0])
-            if allowed < released:  # idle workers beyond the new width give their GPU memory back
-                pool.release(keep=allowed)
-                released = allowed
-            for index in pool.idle(allowed):
-                if not pending or pool.busy() >= width(pending[0]):
-                    break
-                item = pending.pop(0)
-                payload = {"configs": payload_configs(item), "rounds": rounds, "check": True}
-                task = Task(len(tasks), "remeasure", item.problem, payload, timing)
-                tasks[task.task_id] = item
-                pool.dispatch(index, task)
-        finished = pool.collect()
-        if finished and released < pool.size:
-            pool.release(keep=released)  # workers beyond the width that just finished keep no problem
-        for task, result in finished:
-            item = tasks[task.task_id]
-            if isinstance(result, TaskFailure):
-                counts["failed"] += 1
-                log.warning("crossmeasure of %s failed (%s): %s", item.point.label, result.outcome.value, result.reason)
-                result = {"times": [], "errors": [], "failures": [f"{result.outcome.value}: {result.reason}"[:2000]]}
-            else:
-                counts["stored"] += 1
-            store.add_crossmeasure(
-                gpu_id=gpu_id, kernel=item.point.kernel, rows=item.point.rows, cols=item.point.cols,
-                dtype=item.point.dtype, configs_json=json.dumps(payload_configs(item)),
-                rounds_json=json.dumps(result["times"]), origin_json=json.dumps([list(o) for o in item.origins]),
-                checks_json=json.dumps({"errors": result["errors"], "failures": result["failures"]}),
-                timing_json=json.dumps({**dataclasses.asdict(timing), "rounds": rounds, "interleaved": True}),
-                replayed=replayed,
-            )
-            if progress is not None:
-                progress.update(1)
+    tasks = [RemeasureTask(n, item.problem, tuple(item.trial_configs()), rounds, timing, check=True)
+             for n, item in enumerate(pending)]
+
+    def store_record(task: RemeasureTask, result) -> None:
+        item = pending[task.task_id]
+        if isinstance(result, TaskFailure):
+            counts["failed"] += 1
+            log.warning("crossmeasure of %s failed (%s): %s", item.point.label, result.outcome.value, result.reason)
+            result = Remeasured([], [], [f"{result.outcome.value}: {result.reason}"[:2000]])
+        else:
+            counts["stored"] += 1
+        store.add_crossmeasure(
+            gpu_id=gpu_id, kernel=item.point.kernel, rows=item.point.rows, cols=item.point.cols,
+            dtype=item.point.dtype, configs_json=json.dumps(payload_configs(item)),
+            rounds_json=json.dumps(result.times), origin_json=json.dumps([list(o) for o in item.origins]),
+            checks_json=json.dumps({"errors": result.errors, "failures": result.failures}),
+            timing_json=json.dumps({**dataclasses.asdict(timing), "rounds": rounds, "interleaved": True}),
+            replayed=replayed,
+        )
+        if progress is not None:
+            progress.update(1)
+
+    run_tasks(pool, tasks, store_record, width=lambda task: width(pending[task.task_id]))
     return counts
 
 

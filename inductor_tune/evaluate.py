@@ -29,6 +29,7 @@ from .kernels import DTYPES, TOLERANCES
 from .problem import Problem
 from .records import Measurement, Outcome, TimingSpec
 from .space import DEFAULT_FLAGS, GraphFlags, KernelSlot, TrialConfig
+from .tasks import Remeasured
 
 log = logging.getLogger(__name__)
 
@@ -342,12 +343,12 @@ def probe(state: ProblemState, flags: GraphFlags) -> tuple[KernelSlot, ...]:
 
 def remeasure(
     state: ProblemState, configs: Sequence[TrialConfig], timing: TimingSpec, rounds: int, gpu_lock, check: bool = False,
-) -> list[list[float | None]] | dict[str, list]:
-    """Median times per round for each config, interleaved round by round (drift hits all alike).
+) -> Remeasured:
+    """Median times per round for each config, interleaved round by round (drift hits all alike), with
+    why a config has no times (None where it has).
 
     With ``check`` (configs measured at shapes they were not tuned on), each result is first compared
-    with the float64 reference and a wrong one is not timed; the reply is then a dict with the times,
-    each config's normwise error and why a config has no times (None where it has).
+    with the float64 reference (its normwise error is returned) and a wrong one is not timed.
     """
     calls: list[CompiledCall | None] = []
     failures: list[str | None] = []
@@ -381,7 +382,7 @@ def remeasure(
     for call in calls:
         if call is not None:
             call.graph = None
-    return {"times": times, "errors": errors, "failures": failures} if check else times
+    return Remeasured(times, errors, failures)
 
 
 def gpu_fingerprint(index: int = 0) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Answer trials from recorded measurements instead of the GPU (a worker backend).
 
-``ReplayBackend`` serves the same tasks as the GPU backend (probe, trial, remeasure) from a
+``ReplayBackend`` serves the same tasks as the GPU backend (probe, trial, remeasure; ``tasks``) from a
 database of studies recorded earlier on a real GPU.  Everything it returns is labelled as replayed:
 the fingerprint says so (so replayed studies get their own names and never mix with measured
 ones), every reason starts with "replayed from", and every timing record names its source.  A
@@ -21,8 +21,9 @@ from typing import Any
 
 from .kernels import TOLERANCES
 from .records import Measurement, Outcome
-from .space import GraphFlags, KernelSlot, SearchSpace, TrialConfig
+from .space import KernelSlot, SearchSpace, TrialConfig
 from .store import Store, Study, TrialRecord
+from .tasks import ProbeTask, Remeasured, RemeasureTask, Task, TrialTask
 
 
 class NotRecorded(LookupError):
@@ -75,29 +76,25 @@ class ReplayBackend:
         """The configs the recording measured, in recorded order (what grid search walks here)."""
         return [TrialConfig.from_json(r.config_json) for r in self._recording(problem).by_config.values()]
 
-    def run(self, task) -> Any:
+    def run(self, task: Task) -> Any:
         recording = self._recording(task.problem)
-        if task.kind == "probe":
-            flags = GraphFlags(**task.payload)
-            structure = dict(recording.space.structures).get(flags)
+        if isinstance(task, ProbeTask):
+            structure = dict(recording.space.structures).get(task.flags)
             if structure is None:
-                raise NotRecorded(f"the recording has no probe for {flags}")
+                raise NotRecorded(f"the recording has no probe for {task.flags}")
             return structure
-        if task.kind == "trial":
-            return self._measurement(recording, TrialConfig.from_json(task.payload), task.problem.dtype)
-        if task.kind == "remeasure":
-            rounds = task.payload["rounds"]
+        if isinstance(task, TrialTask):
+            return self._measurement(recording, task.config, task.problem.dtype)
+        if isinstance(task, RemeasureTask):
             times, errors, failures = [], [], []
-            for text in task.payload["configs"]:
-                m = self._measurement(recording, TrialConfig.from_json(text), task.problem.dtype)
+            for config in task.configs:
+                m = self._measurement(recording, config, task.problem.dtype)
                 ok = m.outcome == Outcome.OK
-                times.append([m.time_ms if ok else None] * rounds)
+                times.append([m.time_ms if ok else None] * task.rounds)
                 errors.append(m.rel_error)
                 failures.append(None if ok else f"{m.outcome.value}: {m.reason}")
-            if task.payload.get("check"):
-                return {"times": times, "errors": errors, "failures": failures}
-            return times
-        raise ValueError(f"unknown task kind {task.kind!r}")
+            return Remeasured(times, errors, failures)
+        raise NotRecorded(f"a recording answers trials, probes and remeasures, not {type(task).__name__}")
 
     def _measurement(self, recording: _Recording, config: TrialConfig, dtype: str) -> Measurement:
         rec = recording.by_config.get(_config_key(config.to_json()))
@@ -141,8 +138,8 @@ class FaultyBackend:
         self.faults = {_config_key(k): v for k, v in faults.items()}
         self.fingerprint, self.ceiling_gbps = inner.fingerprint, inner.ceiling_gbps
 
-    def run(self, task) -> Any:
-        fault = self.faults.get(_config_key(task.payload)) if task.kind == "trial" else None
+    def run(self, task: Task) -> Any:
+        fault = self.faults.get(_config_key(task.config.to_json())) if isinstance(task, TrialTask) else None
         if fault == "crash":
             os.abort()
         if fault == "segfault":

@@ -34,7 +34,8 @@ from .space import (
     DEFAULT_FLAGS, INDUCTOR_DEFAULT, ConstraintViolation, GraphFlags, KernelSlot, SearchSpace, TrialConfig, params_of,
 )
 from .store import Store
-from .workers import Task, TaskFailure, WorkerPool
+from .tasks import ProbeTask, RemeasureTask, Task, TrialTask
+from .workers import TaskFailure, WorkerPool, run_tasks
 
 log = logging.getLogger(__name__)
 
@@ -161,19 +162,11 @@ class Tuner:
 
     def _run_blocking(self, tasks: list[Task], width: int, trials: list[Ledgered] = ()) -> dict[int, Any]:
         """Run tasks on up to ``width`` workers and wait for all of them (``trials`` keep beating)."""
-        pending, results = list(tasks), {}
-        while pending or self.pool.busy():
-            self._heartbeat({i: _InFlight(None, t, INDUCTOR_DEFAULT) for i, t in enumerate(trials)})
-            for index in self.pool.idle(width):
-                if not pending:
-                    break
-                self.pool.dispatch(index, pending.pop(0))
-            for task, result in self.pool.collect():
-                results[task.task_id] = result
+        results: dict[int, Any] = {}
+        beating = {i: _InFlight(None, t, INDUCTOR_DEFAULT) for i, t in enumerate(trials)}
+        run_tasks(self.pool, tasks, lambda task, result: results.__setitem__(task.task_id, result), width,
+                  tick=lambda: self._heartbeat(beating))
         return results
-
-    def _task(self, kind: str, problem: Problem, payload: Any) -> Task:
-        return Task(next(self._task_ids), kind, problem, payload, self.exp.timing)
 
     # -- studies --------------------------------------------------------------------------
 
@@ -288,12 +281,12 @@ class Tuner:
         compiled once to see which kernels it generates.
         """
         others = [GraphFlags(s, m) for s in (True, False) for m in (True, False) if GraphFlags(s, m) != DEFAULT_FLAGS]
-        tasks = [self._task("probe", problem, dataclasses.asdict(f)) for f in others]
+        tasks: list[Task] = [ProbeTask(next(self._task_ids), problem, f) for f in others]
         default_rec = next((r for r in self.store.trials(study_id) if r.inductor_default and r.slots_json), None)
         default_trial = None
         if default_rec is None:
             default_trial = study.start(None, {"inductor_default": True, LAUNCH_ATTR: launch_text(INDUCTOR_DEFAULT)})
-            tasks.insert(0, self._task("trial", problem, INDUCTOR_DEFAULT.to_json()))
+            tasks.insert(0, TrialTask(next(self._task_ids), problem, INDUCTOR_DEFAULT, self.exp.timing))
         results = self._run_blocking(tasks, width, trials=[default_trial] if default_trial else [])
         if default_trial is not None:
             result = results[tasks[0].task_id]
@@ -421,7 +414,7 @@ class Tuner:
         return configs
 
     def _dispatch(self, index: int, problem: Problem, study: MirroredStudy, trial, config: TrialConfig, in_flight) -> None:
-        task = self._task("trial", problem, config.to_json())
+        task = TrialTask(next(self._task_ids), problem, config, self.exp.timing)
         in_flight[task.task_id] = _InFlight(trial, study.start(trial, {LAUNCH_ATTR: launch_text(config)}), config)
         self.pool.dispatch(index, task)
 
@@ -499,7 +492,7 @@ class Tuner:
         if isinstance(result, TaskFailure):
             log.warning("re-measure of %s failed: %s", study.name, result.reason)
             return
-        verdict, confirmation = summarize(result, finalists), None
+        verdict, confirmation = summarize(result.times, finalists), None
         if verdict["improved"]:
             # The winner was picked as the best of several noisy ratios; a second compile of it and of
             # the default, timed afresh, shows whether its gain survives compile-to-compile variance.
@@ -507,15 +500,15 @@ class Tuner:
             if isinstance(fresh, TaskFailure):
                 log.warning("confirming the winner of %s failed: %s", study.name, fresh.reason)
                 return  # no verdict, as when the re-measure fails: the next run tries again
-            confirmation = confirm(fresh, verdict["best_trial_number"], verdict["best_config_json"])
+            confirmation = confirm(fresh.times, verdict["best_trial_number"], verdict["best_config_json"])
             verdict["improved"] = confirmation["confirmed"]
             log.info("%s: winner re-timed in fresh rounds: %s", study.name, confirmation["reason"])
         self.store.set_verdict(study_id, trials_measured=len(ok), confirmation=confirmation, **verdict)
 
     def _remeasure(self, problem: Problem, configs: list[TrialConfig]) -> Any:
         """``configs`` compiled afresh with Inductor's default first and timed interleaved, on one worker."""
-        payload = {"configs": [c.to_json() for c in [INDUCTOR_DEFAULT, *configs]], "rounds": self.exp.rounds}
-        task = self._task("remeasure", problem, payload)
+        task = RemeasureTask(next(self._task_ids), problem, (INDUCTOR_DEFAULT, *configs), self.exp.rounds,
+                             self.exp.timing)
         return self._run_blocking([task], 1)[task.task_id]
 
 

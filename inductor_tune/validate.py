@@ -194,7 +194,8 @@ def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequenc
 
     from . import heuristics
     from .search import fingerprint_key
-    from .workers import Task, TaskFailure
+    from .tasks import ValidateTask
+    from .workers import TaskFailure, run_tasks
 
     heur = heuristics.load(heuristics_path)
     fp_key = fingerprint_key(pool.fingerprint)
@@ -203,21 +204,16 @@ def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequenc
     tasks = []
     for i, problem in enumerate(problems):
         key = (problem.kernel, str(problem.shape), problem.dtype)
-        payload = {"heuristics": os.path.abspath(heuristics_path), "rounds": rounds, "best_config": best.get(key),
-                   "studied": key in best}
-        if gate is not None:
-            payload.update(skip_untouched=True, peers=False)
-        tasks.append(Task(i, "validate", problem, payload, timing))
-    pending, results = list(tasks), {}
-    while pending or pool.busy():
-        for index in pool.idle():
-            if not pending:
-                break
-            pool.dispatch(index, pending.pop(0))
-        for task, result in pool.collect():
-            results[task.task_id] = result
-            if progress is not None:
-                progress.update(1)
+        tasks.append(ValidateTask(i, problem, os.path.abspath(heuristics_path), rounds, timing, best.get(key),
+                                  studied=key in best, skip_untouched=gate is not None, peers=gate is None))
+    results = {}
+
+    def keep(task: ValidateTask, result) -> None:
+        results[task.task_id] = result
+        if progress is not None:
+            progress.update(1)
+
+    run_tasks(pool, tasks, keep)
     timing_json = json.dumps({**dataclasses.asdict(timing), "method": "triton.testing.do_bench", "rounds": rounds,
                               "interleaved": True})
     rows: list[ValidationRow | ProblemFailure] = []

@@ -2,7 +2,7 @@
 
 Inductor's default, the same function with the heuristics installed (``heuristics.install``: the
 real extension point, not a forced trial config), the best config the studies found and the peer
-libraries; ``validate`` sends the payload through the worker pool and turns what comes back into
+libraries; ``validate`` sends a ``tasks.ValidateTask`` through the worker pool and turns what comes back into
 ratios.  A module of its own so that the workers, which ``validate`` dispatches to, need not import
 ``validate`` back.
 """
@@ -18,13 +18,14 @@ DEFAULT, HEURISTICS, BEST = "inductor_default", "heuristics", "best_found"
 UNTOUCHED_ROUNDS = 2
 
 
-def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[str, Any]:
-    """Compile, check and time every variant of one problem; returns plain data for the parent."""
+def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
+    """Compile, check and time every variant of one problem (a ``tasks.ValidateTask``); returns plain data
+    for the parent."""
     from . import evaluate, heuristics, peers
     from .space import INDUCTOR_DEFAULT, TrialConfig
 
     problem = state.problem
-    heur = heuristics.load(payload["heuristics"])
+    heur = heuristics.load(task.heuristics)
     notes: list[str] = []
     calls: dict[str, Any] = {}
 
@@ -50,8 +51,8 @@ def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[s
     # 0.65x between two default compiles' picks).
     rules_applied = heuristics.applied_rules()[mark:]
 
-    rounds = payload["rounds"]
-    untouched = bool(payload.get("skip_untouched")) and not rules_applied
+    rounds = task.rounds
+    untouched = task.skip_untouched and not rules_applied
     if untouched:
         # No rule applied: the heuristics variant is Inductor's own program, and timing it against the
         # default would measure only Inductor's compile-to-compile variance.
@@ -59,8 +60,8 @@ def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[s
         notes.append(f"{HEURISTICS}: Inductor's own launch configs; timed as the default")
         rounds = min(rounds, UNTOUCHED_ROUNDS)
 
-    if payload.get("best_config") and not untouched:
-        config = TrialConfig.from_json(payload["best_config"])
+    if task.best_config and not untouched:
+        config = TrialConfig.from_json(task.best_config)
         try:
             call, plan = evaluate.compile_plan(state, config)
             reason = evaluate.verify_or_none(plan)
@@ -71,7 +72,7 @@ def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[s
         except Exception as exc:
             notes.append(f"best found config failed to compile: {evaluate.short_reason(exc, 200)}")
 
-    want_peers = payload.get("peers", True) and not untouched
+    want_peers = task.peers and not untouched
     found, missing = peers.peer_functions(problem.kernel) if want_peers else ({}, {})
     notes += [f"{name}: {why}" for name, why in missing.items()]
     for name, fn in found.items():
@@ -82,10 +83,10 @@ def measure_variants(state, payload: dict[str, Any], timing, gpu_lock) -> dict[s
         except Exception as exc:
             notes.append(f"{name}: failed to run ({evaluate.short_reason(exc, 200)})")
 
-    times, errors, captures = _check_and_time(state, calls, timing, rounds, gpu_lock, notes)
+    times, errors, captures = _check_and_time(state, calls, task.timing, rounds, gpu_lock, notes)
     return {
         "times": times, "errors": errors, "captures": {k: v or None for k, v in captures.items()}, "notes": notes,
-        "studied": payload.get("studied", False), "untouched": untouched, "rules_applied": rules_applied,
+        "studied": task.studied, "untouched": untouched, "rules_applied": rules_applied,
         "default_choice": json.loads(default_choice), "heuristic_choice": json.loads(heuristic_choice),
         "slots": [dataclasses.asdict(slot) for slot in default_plan.slots], "bytes": state.bytes,
     }

@@ -19,7 +19,9 @@ import os
 import time
 import traceback
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, Callable, Sequence
+
+from .tasks import ProbeTask, Release, RemeasureTask, Task, TrialTask, ValidateTask
 
 log = logging.getLogger(__name__)
 
@@ -74,17 +76,6 @@ def _lock_inductor_benchmarks(lock: GpuLock) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class Task:
-    """One unit of work for a worker: ``kind`` is trial, probe, remeasure or validate."""
-
-    task_id: int
-    kind: str
-    problem: Any
-    payload: Any
-    timing: Any = None
-
-
-@dataclasses.dataclass(frozen=True)
 class BackendSpec:
     """What answers a worker's tasks: the GPU, or a recording of earlier measurements.
 
@@ -121,25 +112,21 @@ class GpuBackend:
 
     def run(self, task: Task) -> Any:
         from . import evaluate
-        from .space import GraphFlags, TrialConfig
 
         if self.state is None or self.state.problem != task.problem:
             self.release()
             self.state = evaluate.ProblemState(task.problem)
-        if task.kind == "trial":
-            config = TrialConfig.from_json(task.payload)
-            return evaluate.evaluate(self.state, config, task.timing, self.ceiling_gbps, self.lock)
-        if task.kind == "probe":
-            return evaluate.probe(self.state, GraphFlags(**task.payload))
-        if task.kind == "remeasure":
-            configs = [TrialConfig.from_json(p) for p in task.payload["configs"]]
-            return evaluate.remeasure(self.state, configs, task.timing, task.payload["rounds"], self.lock,
-                                      task.payload.get("check", False))
-        if task.kind == "validate":
+        if isinstance(task, TrialTask):
+            return evaluate.evaluate(self.state, task.config, task.timing, self.ceiling_gbps, self.lock)
+        if isinstance(task, ProbeTask):
+            return evaluate.probe(self.state, task.flags)
+        if isinstance(task, RemeasureTask):
+            return evaluate.remeasure(self.state, task.configs, task.timing, task.rounds, self.lock, task.check)
+        if isinstance(task, ValidateTask):
             from .variants import measure_variants
 
-            return measure_variants(self.state, task.payload, task.timing, self.lock)
-        raise ValueError(f"unknown task kind {task.kind!r}")
+            return measure_variants(self.state, task, self.lock)
+        raise TypeError(f"not a task: {task!r}"[:200])
 
     def release(self) -> None:
         import torch
@@ -185,17 +172,17 @@ def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int
         return
     conn.send(("hello", backend.fingerprint, backend.ceiling_gbps))
     while True:
-        task: Task | None = conn.recv()
+        task: Task | Release | None = conn.recv()
         if task is None:
             return
-        if task.kind == "release":
+        if isinstance(task, Release):
             backend.release()
             continue
         try:
             result: Any = backend.run(task)
             message: tuple = ("result", task.task_id, result)
             # A CUDA error leaves the context unusable; a fresh worker replaces this one.
-            poisoned = task.kind == "trial" and result.outcome == Outcome.CRASH
+            poisoned = isinstance(task, TrialTask) and result.outcome == Outcome.CRASH
             result = None
         except Exception as exc:
             outcome = classify_exception(exc)
@@ -214,6 +201,41 @@ def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int
         if exit_code is not None:
             conn.close()
             os._exit(exit_code)
+
+
+def run_tasks(pool, tasks: Sequence[Task], on_result: Callable[[Task, Any], None],
+              width: int | Callable[[Task], int] | None = None, tick: Callable[[], None] | None = None) -> None:
+    """The dispatch/collect loop of every stage that hands the pool a list of tasks (a study's first
+    phase and verdict, crossmeasure, validate): idle workers take the next tasks in order, and each
+    result (or ``TaskFailure``) goes to ``on_result`` as it arrives.
+
+    ``width``: how many workers may run at once, or per task the most that may run while it is next
+    (what GPU memory allows); order the tasks widest first, so that the width only shrinks and idle
+    workers beyond it are told once to give their memory back.  ``tick``: called every turn (a study
+    keeps its in-flight trials' heartbeats going)."""
+    def limit(task: Task) -> int:
+        if width is None:
+            return pool.size
+        return width if isinstance(width, int) else width(task)
+
+    pending, released = list(tasks), pool.size
+    while pending or pool.busy():
+        if tick is not None:
+            tick()
+        if pending:
+            allowed = min(pool.size, limit(pending[0]))
+            if allowed < released:  # idle workers beyond the new width give their GPU memory back
+                pool.release(keep=allowed)
+                released = allowed
+            for index in pool.idle(allowed):
+                if not pending or pool.busy() >= limit(pending[0]):
+                    break
+                pool.dispatch(index, pending.pop(0))
+        finished = pool.collect()
+        if finished and released < pool.size:
+            pool.release(keep=released)  # workers beyond the width that just finished keep no problem
+        for task, result in finished:
+            on_result(task, result)
 
 
 class WorkerStartError(RuntimeError):
@@ -332,7 +354,7 @@ class WorkerPool:
         """Free the GPU memory of workers beyond ``keep`` (a study with big tensors uses fewer)."""
         for slot in self._slots[keep:]:
             if slot.task is None:
-                slot.conn.send(Task(-1, "release", None, None))
+                slot.conn.send(Release())
 
     def collect(self, timeout: float = 0.5) -> list[tuple[Task, Any]]:
         """Finished tasks as (task, result or TaskFailure); replaces dead and hung workers."""

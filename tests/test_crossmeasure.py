@@ -19,6 +19,7 @@ from inductor_tune.records import Outcome
 from inductor_tune.search import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES
 from inductor_tune.space import TrialConfig, slot_violations
 from inductor_tune.store import Store
+from inductor_tune.tasks import Remeasured, RemeasureTask
 from inductor_tune.workers import TaskFailure
 
 FP = dict(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=24 * 2**30, l2_bytes=60 * 2**20,
@@ -69,24 +70,23 @@ class ScriptedPool:
         return [(task, result) for _, task, result in done]
 
     def _answer(self, task):
-        assert task.kind == "remeasure" and task.payload["check"] is True
+        assert isinstance(task, RemeasureTask) and task.check is True
         p = task.problem
         if (p.kernel, p.shape.rows, p.shape.cols) == self.fail_shape:
             return TaskFailure(Outcome.TIMEOUT, "killed after exceeding the task timeout")
         times, errors, failures = [], [], []
-        for text in task.payload["configs"]:
-            config = TrialConfig.from_json(text)
+        for config in task.configs:
             cfg = None if config.inductor_default else next(iter(config.slot_map().values()))
             if cfg is not None and self.fails(cfg):
-                times.append([None] * task.payload["rounds"])
+                times.append([None] * task.rounds)
                 errors.append(None)
                 failures.append("out_of_resources: made up")
                 continue
             ms = DEFAULT_MS if cfg is None else _fake_ms(cfg) * self.slower
-            times.append([ms * (1 + 0.001 * r) for r in range(task.payload["rounds"])])
+            times.append([ms * (1 + 0.001 * r) for r in range(task.rounds)])
             errors.append(1e-3)
             failures.append(None)
-        return {"times": times, "errors": errors, "failures": failures}
+        return Remeasured(times, errors, failures)
 
 
 @pytest.fixture(scope="module")

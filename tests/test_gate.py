@@ -15,6 +15,7 @@ from fake_pools import InstantPool
 from inductor_tune import gate, validate
 from inductor_tune.kernels import CATALOG
 from inductor_tune.store import Store
+from inductor_tune.tasks import ValidateTask
 
 GiB = 2**30
 NO_BOUND = 2**62
@@ -265,8 +266,8 @@ def worker(monkeypatch):
     def measure(choices, **payload):
         used.choices[:] = choices  # the default's, then the heuristics compile's
         used.apply = choices[1] != choices[0]  # a rule applied exactly where the configs differ here
-        return validate.measure_variants(state, {"heuristics": "h.yaml", "rounds": 5, **payload},
-                                         types.SimpleNamespace(cuda_graph=False), contextlib.nullcontext())
+        task = ValidateTask(0, state.problem, "h.yaml", 5, types.SimpleNamespace(cuda_graph=False), **payload)
+        return validate.measure_variants(state, task, contextlib.nullcontext())
 
     used.measure = measure
     return used
@@ -326,7 +327,7 @@ def test_a_gate_run_stores_failures_with_the_draw_and_the_gate_fails(tmp_path):
     gate_json = json.loads(draw.to_json())
     rows = validate.run_validation("heuristics/h200.yaml", draw.as_problems(), pool, store, [], 3, TimingSpec(),
                                    gate=gate_json)
-    assert all(p["skip_untouched"] and p["peers"] is False and p["best_config"] is None for p in pool.payloads)
+    assert all(t.skip_untouched and t.peers is False and t.best_config is None for t in pool.tasks)
     assert isinstance(rows[1], validate.ProblemFailure) and "boom" in rows[1].reason
     assert isinstance(rows[3], validate.ProblemFailure) and "default was not timed" in rows[3].reason
     records = store.validations()

@@ -9,12 +9,13 @@ import pytest
 from inductor_tune import experiment
 from inductor_tune.evaluate import Problem
 from inductor_tune.kernels import Shape
-from inductor_tune.records import Outcome
+from inductor_tune.records import Outcome, TimingSpec
 from inductor_tune.replay import NotRecorded, ReplayBackend
 from inductor_tune.search import Tuner
 from inductor_tune.space import GraphFlags, TrialConfig
 from inductor_tune.store import Store
-from inductor_tune.workers import BackendSpec, Task, WorkerPool
+from inductor_tune.tasks import ProbeTask, TrialTask
+from inductor_tune.workers import BackendSpec, WorkerPool
 
 PROBLEM = Problem("rmsnorm_fwd", Shape(32768, 4096), "bf16")
 
@@ -45,18 +46,19 @@ def test_replay_answers_recorded_configs_and_refuses_others(recording):
     backend = ReplayBackend(recording)
     assert backend.fingerprint["replayed"] and backend.fingerprint["name"] == "NVIDIA H200"
     rec = _recorded_ok(recording)[3]
-    m = backend.run(Task(0, "trial", PROBLEM, rec.config_json))
+    m = backend.run(TrialTask(0, PROBLEM, TrialConfig.from_json(rec.config_json), TimingSpec()))
     assert m.outcome == Outcome.OK and m.time_ms == rec.time_ms and m.reason.startswith("replayed from")
     assert "replayed_from" in json.loads(m.timing)
-    slots = backend.run(Task(1, "probe", PROBLEM, dataclasses.asdict(GraphFlags())))
+    slots = backend.run(ProbeTask(1, PROBLEM, GraphFlags()))
     assert [s.key for s in slots] == ["fw.red.x32768.r4096"]
     unknown = TrialConfig.from_json(rec.config_json)
     key, cfg = unknown.slots[0]
     unknown = dataclasses.replace(unknown, slots=((key, dataclasses.replace(cfg, num_warps=cfg.num_warps * 64)),))
     with pytest.raises(NotRecorded, match="no measurement"):
-        backend.run(Task(2, "trial", PROBLEM, unknown.to_json()))
+        backend.run(TrialTask(2, PROBLEM, unknown, TimingSpec()))
     with pytest.raises(NotRecorded, match="no recorded study"):
-        backend.run(Task(3, "trial", Problem("softmax_bwd", Shape(8, 8), "bf16"), rec.config_json))
+        backend.run(TrialTask(3, Problem("softmax_bwd", Shape(8, 8), "bf16"), TrialConfig.from_json(rec.config_json),
+                              TimingSpec()))
 
 
 def _exp(tmp_path, trials, **extra):

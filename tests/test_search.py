@@ -8,12 +8,14 @@ import dataclasses
 
 import optuna
 import pytest
+from fake_pools import remeasured
 
 from inductor_tune import experiment
 from inductor_tune.records import Measurement, Outcome
 from inductor_tune.search import Tuner, fingerprint_key, study_name, summarize
 from inductor_tune.space import KernelSlot, TrialConfig
 from inductor_tune.store import Store
+from inductor_tune.tasks import ProbeTask, RemeasureTask
 from inductor_tune.workers import TaskFailure
 
 FP = dict(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=150 * 2**30, l2_bytes=60 * 2**20,
@@ -55,12 +57,11 @@ class ScriptedPool:
         return [(task, result) for _, task, result in done]
 
     def _answer(self, task):
-        if task.kind == "probe":
+        if isinstance(task, ProbeTask):
             return (SLOT,)
-        if task.kind == "remeasure":
-            configs = [TrialConfig.from_json(c) for c in task.payload["configs"]]
-            return [[_fake_ms(c) * (1 + 0.001 * r) for r in range(task.payload["rounds"])] for c in configs]
-        config = TrialConfig.from_json(task.payload)
+        if isinstance(task, RemeasureTask):
+            return remeasured([[_fake_ms(c) * (1 + 0.001 * r) for r in range(task.rounds)] for c in task.configs])
+        config = task.config
         if self.fail_every and self.dispatched % self.fail_every == 0:
             return TaskFailure(Outcome.TIMEOUT, "killed after exceeding the task timeout")
         return Measurement(Outcome.OK, time_ms=_fake_ms(config), gbps=1.0, ceiling_gbps=4000.0, slots=(SLOT,))

@@ -7,6 +7,7 @@ import json
 
 import distill_fixtures as fx
 import pytest
+from fake_pools import remeasured
 
 from inductor_tune import cli, crossmeasure, distill, gate
 from inductor_tune.space import slot_violations
@@ -80,16 +81,12 @@ class TimedByConfig:
         pass
 
     def dispatch(self, index, task):
-        from inductor_tune.space import TrialConfig
-
         times = []
-        for text in task.payload["configs"]:
-            config = TrialConfig.from_json(text)
+        for config in task.configs:
             cfg = None if config.inductor_default else next(iter(config.slot_map().values()))
             ms = 1.0 if cfg is None else 1.3 if cfg in self.slower else 0.9
-            times.append([ms] * task.payload["rounds"])
-        n = len(times)
-        self._done.append((task, {"times": times, "errors": [1e-3] * n, "failures": [None] * n}))
+            times.append([ms] * task.rounds)
+        self._done.append((task, remeasured(times)))
 
     def collect(self, timeout=0.5):
         done, self._done = self._done, []

@@ -10,12 +10,14 @@ import shutil
 import sqlite3
 
 import pytest
+from fake_pools import remeasured
 
 from inductor_tune import stats, validate, warmstart
 from inductor_tune.records import Outcome
 from inductor_tune.search import Tuner, fingerprint_key, summarize
 from inductor_tune.show import study_rows
 from inductor_tune.store import SCHEMA_VERSION, Store
+from inductor_tune.tasks import RemeasureTask
 from inductor_tune.workers import TaskFailure
 from test_search import FP, ScriptedPool, _exp
 
@@ -106,14 +108,14 @@ class RetimePool(ScriptedPool):
     def __init__(self, fresh=None):
         super().__init__()
         self.fresh = fresh
-        self.remeasures: list[dict] = []
+        self.remeasures: list[RemeasureTask] = []
 
     def _answer(self, task):
-        if task.kind == "remeasure":
-            self.remeasures.append(task.payload)
-            first = super()._answer(task)
+        if isinstance(task, RemeasureTask):
+            self.remeasures.append(task)
+            first = super()._answer(task).times
             if len(self.remeasures) == 2 and self.fresh is not None:
-                return self.fresh(first[0][0], first[1][0], task.payload["rounds"])
+                return self.fresh(first[0][0], first[1][0], task.rounds)
         return super()._answer(task)
 
 
@@ -126,7 +128,7 @@ def _tune(tmp_path, pool, trials=8):
 
 
 def _within_floor(default_ms, winner_ms, rounds):
-    return [[default_ms] * rounds, [default_ms / 1.01] * rounds]
+    return remeasured([[default_ms] * rounds, [default_ms / 1.01] * rounds])
 
 
 def test_a_confirmed_winner_is_improved_and_both_measurements_are_stored(tmp_path):
@@ -135,8 +137,9 @@ def test_a_confirmed_winner_is_improved_and_both_measurements_are_stored(tmp_pat
     verdict, confirmation = store.verdict(study.id), store.confirmation(study.id)
     assert verdict.improved and confirmation.confirmed
     first, fresh = pool.remeasures
-    assert len(first["configs"]) == 1 + exp.finalists
-    assert fresh["configs"] == [first["configs"][0], verdict.best_config_json] and fresh["rounds"] == exp.rounds
+    assert len(first.configs) == 1 + exp.finalists
+    assert [c.to_json() for c in fresh.configs] == [first.configs[0].to_json(), verdict.best_config_json]
+    assert fresh.rounds == exp.rounds
     assert confirmation.config_json == verdict.best_config_json
     assert confirmation.best_trial_number == verdict.best_trial_number
     # rounds_json keeps the first re-measure's rounds, one list per config, as evidence.py reads it.
@@ -169,7 +172,9 @@ def test_no_winner_no_retiming(tmp_path):
     class Slow(RetimePool):
         def _answer(self, task):
             answer = super()._answer(task)
-            return [answer[0]] + [[t * 10 for t in r] for r in answer[1:]] if task.kind == "remeasure" else answer
+            if not isinstance(task, RemeasureTask):
+                return answer
+            return remeasured([answer.times[0]] + [[t * 10 for t in r] for r in answer.times[1:]])
 
     pool = Slow()
     _, store, study = _tune(tmp_path, pool)

@@ -8,6 +8,7 @@ import logging
 
 import optuna
 import pytest
+from fake_pools import remeasured
 
 from inductor_tune import experiment, warmstart
 from inductor_tune.evaluate import Problem
@@ -17,6 +18,7 @@ from inductor_tune.records import Measurement, Outcome
 from inductor_tune.search import Tuner, fingerprint_key, study_name
 from inductor_tune.space import GraphFlags, KernelSlot, SearchSpace, SlotConfig, TrialConfig
 from inductor_tune.store import Store
+from inductor_tune.tasks import ProbeTask, RemeasureTask
 from test_search import FP, ScriptedPool
 
 WINNER = SlotConfig(persistent=True, XBLOCK=8, num_warps=8)
@@ -39,12 +41,11 @@ class ShapePool(ScriptedPool):
         return self.recorded
 
     def _answer(self, task):
-        if task.kind == "probe":
+        if isinstance(task, ProbeTask):
             return (_slot(task.problem),)
-        if task.kind == "remeasure":
-            configs = [TrialConfig.from_json(c) for c in task.payload["configs"]]
-            return [[_ms(c) * (1 + 0.001 * r) for r in range(task.payload["rounds"])] for c in configs]
-        ms = _ms(TrialConfig.from_json(task.payload))
+        if isinstance(task, RemeasureTask):
+            return remeasured([[_ms(c) * (1 + 0.001 * r) for r in range(task.rounds)] for c in task.configs])
+        ms = _ms(task.config)
         return Measurement(Outcome.OK, time_ms=ms, gbps=1.0, ceiling_gbps=4000.0, slots=(_slot(task.problem),))
 
 
