@@ -25,9 +25,9 @@ DEFAULT_VALIDATE_KERNELS = "rmsnorm_fwd,rmsnorm_bwd,layernorm_fwd,layernorm_bwd,
 def cmd_gpus(args) -> int:
     from .app.tune import fingerprints
 
-    for i, (key, fp) in enumerate(fingerprints()):
-        print(f"GPU {i}: {key}")
-        for name, value in fp.items():
+    for i, identity in enumerate(fingerprints()):
+        print(f"GPU {i}: {identity.key}")
+        for name, value in identity.stored_fields().items():
             print(f"  {name:20s} {value}")
     return 0
 

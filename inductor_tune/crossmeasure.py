@@ -191,14 +191,12 @@ def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingS
     """Measure every item (one worker task each, as many at once as GPU memory allows) and store a
     record per item; items this GPU stack already has a complete record of are skipped (a run cut
     short resumes).  Returns counts of stored, skipped and failed items."""
-    from .search import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES, fingerprint_key
+    from .search import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES
     from .workers import TaskFailure, run_tasks
 
-    replayed = bool(pool.fingerprint.get("replayed"))
-    key = fingerprint_key(pool.fingerprint)
-    gpu_info = {k: v for k, v in pool.fingerprint.items() if k != "replayed"}
-    gpu_id = store.upsert_gpu(key, gpu_info, pool.ceiling_gbps)
-    memory = pool.fingerprint["memory_bytes"]
+    replayed, key = pool.fingerprint.replayed, pool.fingerprint.key
+    gpu_id = store.upsert_gpu(pool.fingerprint, pool.ceiling_gbps)
+    memory = pool.fingerprint.memory_bytes
     done = {(r.kernel, r.rows, r.cols, r.dtype, r.configs_json) for r in store.crossmeasures()
             if r.gpu.fingerprint == key and json.loads(r.rounds_json)}
 

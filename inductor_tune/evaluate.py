@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import choices
+from .gpu import GpuIdentity
 from .kernels import DTYPES, TOLERANCES
 from .problem import Problem
 from .records import Measurement, Outcome, TimingSpec
@@ -385,8 +386,8 @@ def remeasure(
     return Remeasured(times, errors, failures)
 
 
-def gpu_fingerprint(index: int = 0) -> dict[str, Any]:
-    """Identity of the GPU and software stack; studies from different fingerprints never mix."""
+def gpu_identity(index: int = 0) -> GpuIdentity:
+    """The GPU and software stack this process measures on; studies of different identities never mix."""
     import triton
 
     props = torch.cuda.get_device_properties(index)
@@ -395,20 +396,15 @@ def gpu_fingerprint(index: int = 0) -> dict[str, Any]:
         driver_text = subprocess.run(query, capture_output=True, text=True, timeout=30).stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):  # informational only
         driver_text = "unknown"
-    return {
-        "name": props.name,
-        "sm_count": props.multi_processor_count,
-        "compute_capability": f"{props.major}.{props.minor}",
-        "memory_bytes": int(props.total_memory),
-        "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
-        "cuda_driver": driver_text,
-        "cuda_runtime": torch.version.cuda or "",
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-    }
+    return GpuIdentity(
+        name=props.name, sm_count=props.multi_processor_count, compute_capability=f"{props.major}.{props.minor}",
+        memory_bytes=int(props.total_memory), l2_bytes=int(getattr(props, "L2_cache_size", 0)),
+        cuda_driver=driver_text, cuda_runtime=torch.version.cuda or "", torch=torch.__version__,
+        triton=triton.__version__,
+    )
 
 
 __all__ = [
     "DEFAULT_FLAGS", "DTYPES", "Measurement", "Outcome", "Problem", "ProblemState", "TimingSpec", "evaluate",
-    "gpu_fingerprint", "probe", "remeasure", "copy_ceiling_gbps",
+    "gpu_identity", "probe", "remeasure", "copy_ceiling_gbps",
 ]

@@ -269,9 +269,9 @@ def _child_main(conn, spec: ModelSpec, heuristics_path: str, rounds: int, steps:
     inductor_config.compile_threads = 1
     choices.install()
     heur = heuristics.load(heuristics_path)
-    fp = evaluate.gpu_fingerprint(0)
+    fp = evaluate.gpu_identity(0)
     if not heuristics.device_matches(heur, torch.cuda.get_device_properties(0)):
-        conn.send(("mismatch", f"{heuristics_path} is for {heur.gpu.name}; GPU {gpu} is {fp['name']}"))
+        conn.send(("mismatch", f"{heuristics_path} is for {heur.gpu.name}; GPU {gpu} is {fp.name}"))
         return
     lock = workers.GpuLock(lock_path)
     workers._lock_inductor_benchmarks(lock)
@@ -385,7 +385,6 @@ def run_models(heuristics_path: str, names: Sequence[str], store, rounds: int = 
                ) -> list[ModelResult]:
     """Measure each named model in a process of its own and store one validation record per model."""
     from . import heuristics
-    from .search import fingerprint_key
 
     heur = heuristics.load(heuristics_path)
     results, gpu_id = [], None
@@ -394,7 +393,7 @@ def run_models(heuristics_path: str, names: Sequence[str], store, rounds: int = 
         hello, data = run_one(spec, heuristics_path, rounds, steps, gpu, timeout_s, lock_dir)
         if hello is not None:
             fp, ceiling = hello
-            gpu_id = store.upsert_gpu(fingerprint_key(fp), dict(fp), ceiling)
+            gpu_id = store.upsert_gpu(fp, ceiling)
         result = summarize(data)
         if gpu_id is None:
             log.warning("%s: not stored: its process died before reporting the GPU", name)

@@ -19,6 +19,7 @@ import os
 import time
 from typing import Any
 
+from .gpu import GpuIdentity
 from .kernels import TOLERANCES
 from .records import Measurement, Outcome
 from .space import KernelSlot, SearchSpace, TrialConfig
@@ -47,11 +48,7 @@ class ReplayBackend:
         real = [s for s in studies if not s.replayed]
         gpu = (real or studies)[0].gpu
         self.gpu_id = gpu.id
-        self.fingerprint = {
-            "name": gpu.name, "sm_count": gpu.sm_count, "compute_capability": gpu.compute_capability,
-            "memory_bytes": gpu.memory_bytes, "l2_bytes": gpu.l2_bytes, "cuda_driver": gpu.cuda_driver,
-            "cuda_runtime": gpu.cuda_runtime, "torch": gpu.torch, "triton": gpu.triton, "replayed": True,
-        }
+        self.fingerprint = GpuIdentity.from_record(gpu, replayed=True)
         self.ceiling_gbps = gpu.ceiling_gbps
         self._recordings: dict[Any, _Recording] = {}
 

@@ -17,7 +17,6 @@ import itertools
 import json
 import logging
 import os
-import re
 import socket
 import statistics
 import time
@@ -48,14 +47,6 @@ MAX_CONSTRAINT_STREAK = 2000
 # budget, if smaller) says so: with a sampler that strays from the recording most trials are configs
 # it lacks, failed as NotRecorded, and the verdict compares only the few it has.
 REPLAY_MIN_MEASUREMENTS = 10
-
-
-def fingerprint_key(fp: dict[str, Any]) -> str:
-    """Readable identity of GPU model + software; part of every study name."""
-    gpu = re.sub(r"[^A-Za-z0-9]+", "-", fp["name"]).strip("-")
-    key = f"{gpu}/sm{fp['compute_capability'].replace('.', '')}x{fp['sm_count']}/torch{fp['torch']}/triton{fp['triton']}"
-    # Replayed measurements get studies of their own: they must never mix with measured ones.
-    return key + "/replay" if fp.get("replayed") else key
 
 
 def study_name(problem: Problem, fp_key: str) -> str:
@@ -138,10 +129,9 @@ class Tuner:
         self.store = store
         self.progress = progress
         # Sweeps (every config of a sub-grid) get studies of their own, apart from sampled ones.
-        self.fp_key = fingerprint_key(pool.fingerprint) + ("/sweep" if exp.sweep else "")
-        self.replayed = bool(pool.fingerprint.get("replayed"))
-        gpu_info = {k: v for k, v in pool.fingerprint.items() if k != "replayed"}
-        self.gpu_id = store.upsert_gpu(self.fp_key, gpu_info, pool.ceiling_gbps)
+        self.fp_key = pool.fingerprint.key + ("/sweep" if exp.sweep else "")
+        self.replayed = pool.fingerprint.replayed
+        self.gpu_id = store.upsert_gpu(pool.fingerprint, pool.ceiling_gbps, key=self.fp_key)
         self._storage = _optuna_storage(store.url, exp)
         self._task_ids = itertools.count()
         self._last_beat = 0.0
@@ -157,7 +147,7 @@ class Tuner:
         spec = problem.spec
         act = problem.shape.rows * problem.shape.cols * (2 if problem.dtype != "fp32" else 4)
         per_worker = WORKER_FIXED_BYTES + WORKER_ACTIVATION_FACTOR[spec.backward] * act
-        fit = int(0.85 * self.pool.fingerprint["memory_bytes"] // per_worker)
+        fit = int(0.85 * self.pool.fingerprint.memory_bytes // per_worker)
         return max(1, min(self.pool.size, fit, self.exp.workers or self.pool.size))
 
     def _run_blocking(self, tasks: list[Task], width: int, trials: list[Ledgered] = ()) -> dict[int, Any]:

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from .gpu import GpuIdentity
 from .records import Measurement, Outcome
 
 SCHEMA_VERSION = 5  # 2: it_lease; 3: it_validation; 4: it_crossmeasure; 5: it_verdict_confirmation
@@ -440,7 +441,11 @@ class Store:
             return list(s.scalars(sa.select(CrossMeasureRecord).options(orm.joinedload(CrossMeasureRecord.gpu))
                                   .order_by(CrossMeasureRecord.id)))
 
-    def upsert_gpu(self, fingerprint_key: str, info: dict[str, Any], ceiling_gbps: float) -> int:
+    def upsert_gpu(self, gpu_identity: GpuIdentity, ceiling_gbps: float, key: str | None = None) -> int:
+        """The id of the ``it_gpu`` row keyed ``key`` (default: the identity's key; a sweep's studies
+        have one of their own), created with the identity's columns, its ceiling updated."""
+        fingerprint_key = key or gpu_identity.key
+        info = gpu_identity.stored_fields()
         for attempt in range(2):  # another process may insert the same GPU between select and insert
             try:
                 with self.session() as s:

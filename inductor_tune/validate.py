@@ -193,14 +193,13 @@ def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequenc
     import os
 
     from . import heuristics
-    from .search import fingerprint_key
     from .tasks import ValidateTask
     from .workers import TaskFailure, run_tasks
 
     heur = heuristics.load(heuristics_path)
-    fp_key = fingerprint_key(pool.fingerprint)
+    fp_key = pool.fingerprint.key
     best = best_configs(db_urls, fp_key) if gate is None else {}
-    gpu_id = store.upsert_gpu(fp_key, dict(pool.fingerprint), pool.ceiling_gbps)
+    gpu_id = store.upsert_gpu(pool.fingerprint, pool.ceiling_gbps)
     tasks = []
     for i, problem in enumerate(problems):
         key = (problem.kernel, str(problem.shape), problem.dtype)

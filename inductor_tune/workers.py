@@ -21,6 +21,7 @@ import traceback
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Sequence
 
+from .gpu import GpuIdentity
 from .tasks import ProbeTask, Release, RemeasureTask, Task, TrialTask, ValidateTask
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ class GpuBackend:
         with lock:
             self.ceiling_gbps = evaluate.copy_ceiling_gbps(evaluate.TimingSpec())
         torch.cuda.empty_cache()
-        self.fingerprint = evaluate.gpu_fingerprint(0)
+        self.fingerprint = evaluate.gpu_identity(0)
         self.state = None
 
     def run(self, task: Task) -> Any:
@@ -273,7 +274,7 @@ class WorkerPool:
         self.lock_path = os.path.join(lock_dir, f"inductor_tune_gpu{gpu_index}.lock")
         self._ctx = mp.get_context("spawn")
         self._slots: list[_Slot] = []
-        self.fingerprint: dict[str, Any] | None = None
+        self.fingerprint: GpuIdentity | None = None  # of the GPU (or recording) the workers answer from
         self.ceilings: list[float] = []
 
     def __enter__(self) -> "WorkerPool":
@@ -313,7 +314,7 @@ class WorkerPool:
         self._slots = [self._spawn() for _ in range(self.size)]
         for slot in self._slots:
             self._await_hello(slot)
-        log.info("%d workers ready on GPU %d (%s)", self.size, self.gpu_index, self.fingerprint["name"])
+        log.info("%d workers ready on GPU %d (%s)", self.size, self.gpu_index, self.fingerprint.name)
 
     def recorded_configs(self, problem):
         """For a replay backend: the configs its recording holds (grid search walks these)."""

@@ -2,8 +2,10 @@
 interface the dispatch loop (workers.run_tasks) uses, without processes or a GPU (tests/test_gate.py,
 test_app.py); and the answer a scripted remeasure gives."""
 
-H200 = {"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0", "memory_bytes": 1, "l2_bytes": 1,
-        "cuda_driver": "test", "cuda_runtime": "test", "torch": "2.11.0", "triton": "3.6.0"}
+from inductor_tune.gpu import GpuIdentity
+
+H200 = GpuIdentity(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=1, l2_bytes=1,
+                   cuda_driver="test", cuda_runtime="test", torch="2.11.0", triton="3.6.0")
 
 
 def remeasured(times):

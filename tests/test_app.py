@@ -81,7 +81,7 @@ def test_the_gate_announces_its_draw_then_passes(gpu, tmp_path, capsys):
 
 
 def test_a_heuristic_file_for_another_gpu_is_one_line(gpu, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(_Pool, "fingerprint", dict(H200, name="NVIDIA H100", sm_count=114))
+    monkeypatch.setattr(_Pool, "fingerprint", dataclasses.replace(H200, name="NVIDIA H100", sm_count=114))
     code = cli.main(["validate", "heuristics/h200.yaml", "--shapes", "32768x4096", "--kernels", "rmsnorm_fwd",
                      "--db", "db/quack.sqlite", "--storage", str(tmp_path / "v.sqlite"), "--no-progress"])
     assert code == 2

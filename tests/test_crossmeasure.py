@@ -14,6 +14,7 @@ import distill_fixtures as fx
 import pytest
 
 from inductor_tune import cli, crossmeasure, distill
+from inductor_tune.gpu import GpuIdentity
 from inductor_tune.kernels import Shape
 from inductor_tune.records import Outcome
 from inductor_tune.search import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES
@@ -22,7 +23,7 @@ from inductor_tune.store import Store
 from inductor_tune.tasks import Remeasured, RemeasureTask
 from inductor_tune.workers import TaskFailure
 
-FP = dict(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=24 * 2**30, l2_bytes=60 * 2**20,
+FP = GpuIdentity(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=24 * 2**30, l2_bytes=60 * 2**20,
           cuda_driver="580", cuda_runtime="13.0", torch="2.11.0+cu130", triton="3.6.0")
 DEFAULT_MS = 1.0
 TIMED_OUT = ("rmsnorm_fwd", 8192, 4096)  # its whole task fails
@@ -177,7 +178,7 @@ def test_plan_with_hold_out_times_the_training_shapes_candidates_at_the_held_out
 
 def _width(item):
     need = crossmeasure.bytes_needed(item, WORKER_FIXED_BYTES, WORKER_ACTIVATION_FACTOR)
-    return max(1, min(4, math.floor(0.85 * FP["memory_bytes"] / need)))
+    return max(1, min(4, math.floor(0.85 * FP.memory_bytes / need)))
 
 
 def _run(points, tmp_path):

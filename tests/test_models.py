@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from inductor_tune import model_blocks, models
+from inductor_tune.gpu import GpuIdentity
 from inductor_tune.models import DEFAULT, RULES, ModelSpec
 from inductor_tune.store import Store
 from inductor_tune.validate import NOISE_FLOOR
@@ -331,8 +332,8 @@ def test_failures_and_regressions_render_on_one_line_each():
 
 
 def test_each_model_is_stored_as_one_validation_record(tmp_path, monkeypatch):
-    fp = {"name": "NVIDIA H200", "sm_count": 132, "compute_capability": "9.0", "memory_bytes": 1, "l2_bytes": 1,
-          "cuda_driver": "x", "cuda_runtime": "x", "torch": "2.11.0+cu130", "triton": "3.6.0"}
+    fp = GpuIdentity(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=1, l2_bytes=1,
+                     cuda_driver="x", cuda_runtime="x", torch="2.11.0+cu130", triton="3.6.0")
     answers = {
         "llama-2048": ((fp, 4000.0), _data([10.0, 10.1], [11.0, 11.1], kernels_changed=3)),
         "gpt2-1024": ((fp, 4000.0), {**_data([], []), "model": "gpt2-1024",

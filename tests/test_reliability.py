@@ -44,7 +44,7 @@ def _recorded_ok(url):
 
 def test_replay_answers_recorded_configs_and_refuses_others(recording):
     backend = ReplayBackend(recording)
-    assert backend.fingerprint["replayed"] and backend.fingerprint["name"] == "NVIDIA H200"
+    assert backend.fingerprint.replayed and backend.fingerprint.name == "NVIDIA H200"
     rec = _recorded_ok(recording)[3]
     m = backend.run(TrialTask(0, PROBLEM, TrialConfig.from_json(rec.config_json), TimingSpec()))
     assert m.outcome == Outcome.OK and m.time_ms == rec.time_ms and m.reason.startswith("replayed from")

@@ -12,13 +12,14 @@ from fake_pools import remeasured
 
 from inductor_tune import experiment
 from inductor_tune.records import Measurement, Outcome
-from inductor_tune.search import Tuner, fingerprint_key, study_name, summarize
+from inductor_tune.gpu import GpuIdentity
+from inductor_tune.search import Tuner, study_name, summarize
 from inductor_tune.space import KernelSlot, TrialConfig
 from inductor_tune.store import Store
 from inductor_tune.tasks import ProbeTask, RemeasureTask
 from inductor_tune.workers import TaskFailure
 
-FP = dict(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=150 * 2**30, l2_bytes=60 * 2**20,
+FP = GpuIdentity(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=150 * 2**30, l2_bytes=60 * 2**20,
           cuda_driver="580", cuda_runtime="13.0", torch="2.11.0+cu130", triton="3.6.0")
 SLOT = KernelSlot("fw.red.x32768.r4096", False, 32768, 4096, False, False)
 
@@ -85,12 +86,12 @@ def test_names_keep_gpus_and_versions_apart():
     from inductor_tune.evaluate import Problem
     from inductor_tune.kernels import Shape
 
-    key = fingerprint_key(FP)
+    key = FP.key
     assert key == "NVIDIA-H200/sm90x132/torch2.11.0+cu130/triton3.6.0"
     name = study_name(Problem("rmsnorm_fwd", Shape(32768, 4096), "bf16"), key)
     assert name == "rmsnorm_fwd/32768x4096/bf16@NVIDIA-H200/sm90x132/torch2.11.0+cu130/triton3.6.0"
-    other = fingerprint_key(dict(FP, triton="3.7.0"))
-    assert other != key
+    other = dataclasses.replace(FP, triton="3.7.0").key
+    assert other != key and dataclasses.replace(FP, replayed=True).key == key + "/replay"
 
 
 def test_study_runs_to_budget_then_resumes_without_loss_or_duplicates(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 from fake_pools import remeasured
 
 from inductor_tune import cli, crossmeasure, distill, gate
+from inductor_tune.gpu import GpuIdentity
 from inductor_tune.space import slot_violations
 from inductor_tune.store import Store
 
@@ -66,9 +67,9 @@ class TimedByConfig:
 
     def __init__(self, slower=()):
         self.size, self.ceiling_gbps, self.slower = 2, 4000.0, set(slower)
-        self.fingerprint = dict(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=80 * GiB,
-                                l2_bytes=60 * 2**20, cuda_driver="580", cuda_runtime="13.0", torch="2.11.0+cu130",
-                                triton="3.6.0")
+        self.fingerprint = GpuIdentity(name="NVIDIA H200", sm_count=132, compute_capability="9.0",
+                                       memory_bytes=80 * GiB, l2_bytes=60 * 2**20, cuda_driver="580",
+                                       cuda_runtime="13.0", torch="2.11.0+cu130", triton="3.6.0")
         self._done = []
 
     def idle(self, limit=None):

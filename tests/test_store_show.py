@@ -4,6 +4,7 @@ import sqlite3
 
 import pytest
 
+from inductor_tune.gpu import GpuIdentity
 from inductor_tune.records import Measurement, Outcome
 from inductor_tune.show import render, study_rows
 from inductor_tune.store import SCHEMA_VERSION, Store, StoreError
@@ -27,7 +28,7 @@ def test_schema_is_created_on_a_real_sqlite_file(tmp_path):
     store = Store(url)
     tables = {r[0] for r in sqlite3.connect(tmp_path / "new.sqlite").execute("select name from sqlite_master")}
     assert {"it_schema", "it_gpu", "it_study", "it_trial", "it_verdict"} <= tables
-    gpu_id = store.upsert_gpu("G/sm90x132/torch/triton", _fingerprint(), 4000.0)
+    gpu_id = store.upsert_gpu(_fingerprint(), 4000.0, key="G/sm90x132/torch/triton")
     study = store.get_or_create_study("k/1x2/bf16@G", gpu_id=gpu_id, kernel="rmsnorm_fwd", rows=1, cols=2,
                                       dtype="bf16", experiment="t", sampler="tpe", seed=0)
     again = store.get_or_create_study("k/1x2/bf16@G", gpu_id=gpu_id, kernel="rmsnorm_fwd", rows=1, cols=2,
@@ -44,8 +45,8 @@ def test_schema_is_created_on_a_real_sqlite_file(tmp_path):
 
 
 def _fingerprint():
-    return dict(name="G", sm_count=132, compute_capability="9.0", memory_bytes=1, l2_bytes=1, cuda_driver="x",
-                cuda_runtime="13.0", torch="2.11", triton="3.6")
+    return GpuIdentity(name="G", sm_count=132, compute_capability="9.0", memory_bytes=1, l2_bytes=1, cuda_driver="x",
+                       cuda_runtime="13.0", torch="2.11", triton="3.6")
 
 
 def test_newer_schema_is_refused_and_left_alone(tmp_path):

@@ -14,7 +14,7 @@ from fake_pools import remeasured
 
 from inductor_tune import stats, validate, warmstart
 from inductor_tune.records import Outcome
-from inductor_tune.search import Tuner, fingerprint_key, summarize
+from inductor_tune.search import Tuner, summarize
 from inductor_tune.show import study_rows
 from inductor_tune.store import SCHEMA_VERSION, Store
 from inductor_tune.tasks import RemeasureTask
@@ -163,7 +163,7 @@ def test_a_winner_that_fails_the_fresh_rounds_is_not_improved(tmp_path):
     (row,) = study_rows(store)
     assert row.verdict == "no improvement (not confirmed in fresh rounds)" and row.best_gbps == row.default_gbps
     key = (study.kernel, f"{study.rows}x{study.cols}", study.dtype)
-    assert validate.best_configs([exp.storage_url], fingerprint_key(FP))[key] is None
+    assert validate.best_configs([exp.storage_url], FP.key)[key] is None
     ok = [t for t in store.trials(study.id) if t.outcome == Outcome.OK and not t.inductor_default]
     assert warmstart.study_best(store, study.id).to_json() == min(ok, key=lambda t: t.time_ms).config_json
 

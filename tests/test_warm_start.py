@@ -15,7 +15,7 @@ from inductor_tune.evaluate import Problem
 from inductor_tune.experiment import ExperimentError
 from inductor_tune.kernels import Shape
 from inductor_tune.records import Measurement, Outcome
-from inductor_tune.search import Tuner, fingerprint_key, study_name
+from inductor_tune.search import Tuner, study_name
 from inductor_tune.space import GraphFlags, KernelSlot, SearchSpace, SlotConfig, TrialConfig
 from inductor_tune.store import Store
 from inductor_tune.tasks import ProbeTask, RemeasureTask
@@ -65,7 +65,7 @@ def _tune(url, shape, trials=4, pool=None, **keys):
 
 
 def _name(shape):
-    return study_name(Problem("rmsnorm_fwd", Shape.parse(shape), "bf16"), fingerprint_key(FP))
+    return study_name(Problem("rmsnorm_fwd", Shape.parse(shape), "bf16"), FP.key)
 
 
 def _optuna_trials(url, shape):

@@ -94,12 +94,11 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
         require_gpus(torch, "crossmeasure")
     from tqdm import tqdm
 
-    from ..search import fingerprint_key
 
     store = Store(storage, create=True)
     with WorkerPool(request.gpu, request.workers or default_workers(), 900, backend=backend) as pool:
         # Only the GPU and software stack the studies ran on can confirm their configs.
-        items = _plan(request, fingerprint_key(pool.fingerprint))
+        items = _plan(request, pool.fingerprint.key)
         with tqdm(total=len(items), disable=not request.progress, unit="shape", desc="crossmeasuring") as bar:
             counts = crossmeasure_mod.run(items, pool, store, request.rounds, progress=bar)
     return CrossmeasureResult(request, tuple(items), storage, counts)

@@ -188,16 +188,11 @@ def _gpu_process(request: TuneRequest, level: int, send) -> None:
     send.send(result)
 
 
-def fingerprints() -> list[tuple[str, dict]]:
-    """(fingerprint key, fingerprint) of each visible GPU."""
+def fingerprints() -> list:
+    """The identity (``gpu.GpuIdentity``) of each visible GPU."""
     torch = import_torch("gpus")
     require_gpus(torch, "gpus")
-    from ..evaluate import gpu_fingerprint
-    from ..search import fingerprint_key
+    from ..evaluate import gpu_identity
 
-    found = []
-    for i in range(torch.cuda.device_count()):
-        fp = gpu_fingerprint(i)
-        found.append((fingerprint_key(fp), fp))
-    return found
+    return [gpu_identity(i) for i in range(torch.cuda.device_count())]
 

@@ -125,10 +125,10 @@ def validate(request: ValidateRequest, on_draw: Callable[[Draw, int], None] | No
     with WorkerPool(request.gpu, request.workers or _workers(torch, problems, request.gpu), 900) as pool, tqdm(
         total=len(problems), disable=not request.progress, unit="shape", desc="validating"
     ) as bar:
-        if pool.fingerprint["sm_count"] != heur.gpu.sm_count or pool.fingerprint["compute_capability"] != (
+        if pool.fingerprint.sm_count != heur.gpu.sm_count or pool.fingerprint.compute_capability != (
             f"{heur.gpu.cc // 10}.{heur.gpu.cc % 10}"
         ):
-            raise AppError(f"{request.heuristics} is for {heur.gpu.name}; GPU {request.gpu} is {pool.fingerprint['name']}")
+            raise AppError(f"{request.heuristics} is for {heur.gpu.name}; GPU {request.gpu} is {pool.fingerprint.name}")
         try:
             rows = run_validation(request.heuristics, problems, pool, store, db_urls, request.rounds, TimingSpec(),
                                   bar, gate=dataclasses.asdict(draw) if draw else None)
