@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import socket
-import statistics
 import time
 from typing import Any
 
@@ -482,7 +481,7 @@ class Tuner:
         if isinstance(result, TaskFailure):
             log.warning("re-measure of %s failed: %s", study.name, result.reason)
             return
-        verdict, confirmation = summarize(result.times, finalists), None
+        verdict, confirmation = stats.summarize_verdict(result.times, finalists), None
         if verdict["improved"]:
             # The winner was picked as the best of several noisy ratios; a second compile of it and of
             # the default, timed afresh, shows whether its gain survives compile-to-compile variance.
@@ -490,7 +489,7 @@ class Tuner:
             if isinstance(fresh, TaskFailure):
                 log.warning("confirming the winner of %s failed: %s", study.name, fresh.reason)
                 return  # no verdict, as when the re-measure fails: the next run tries again
-            confirmation = confirm(fresh.times, verdict["best_trial_number"], verdict["best_config_json"])
+            confirmation = stats.confirm_winner(fresh.times, verdict["best_trial_number"], verdict["best_config_json"])
             verdict["improved"] = confirmation["confirmed"]
             log.info("%s: winner re-timed in fresh rounds: %s", study.name, confirmation["reason"])
         self.store.set_verdict(study_id, trials_measured=len(ok), confirmation=confirmation, **verdict)
@@ -507,43 +506,4 @@ def _reused(rec) -> Measurement:
         Outcome.OK, f"same config as trial {rec.trial_number}: its measurement is reused, not repeated",
         time_ms=rec.time_ms, time_p20_ms=rec.time_p20_ms, time_p80_ms=rec.time_p80_ms, gbps=rec.gbps,
         ceiling_gbps=rec.ceiling_gbps, rel_error=rec.rel_error, source_hash=rec.source_hash, timing=rec.timing_json,
-    )
-
-
-def summarize(times: list[list[float | None]], finalists: list) -> dict[str, Any]:
-    """Pick the finalist with the lowest median and its speedup over the default with the spread.
-
-    ``times[0]`` is the default, ``times[i]`` finalist i-1, one entry per interleaved round.  The
-    spread is the range of per-round ratios; "improved" follows ``stats.beats_default``.
-    """
-    default_rounds = [t for t in times[0] if t is not None]
-    base = dict(rounds_json=json.dumps(times), best_trial_number=None, best_config_json=None)
-    if not default_rounds:
-        return dict(base, default_ms=None, best_ms=None, speedup=None, speedup_low=None, speedup_high=None, improved=False)
-    default_ms = statistics.median(default_rounds)
-    best_i, best_ms = None, None
-    for i, rounds in enumerate(times[1:]):
-        valid = [t for t in rounds if t is not None]
-        if valid and (best_ms is None or statistics.median(valid) < best_ms):
-            best_i, best_ms = i, statistics.median(valid)
-    if best_i is None:
-        return dict(base, default_ms=default_ms, best_ms=None, speedup=None, speedup_low=None, speedup_high=None, improved=False)
-    ratios = [d / b for d, b in zip(times[0], times[best_i + 1]) if d is not None and b is not None]
-    return dict(
-        base, best_trial_number=finalists[best_i].trial_number, best_config_json=finalists[best_i].config_json,
-        default_ms=default_ms, best_ms=best_ms, speedup=default_ms / best_ms, speedup_low=min(ratios),
-        speedup_high=max(ratios), improved=stats.beats_default(times[0], times[best_i + 1]),
-    )
-
-
-def confirm(times: list[list[float | None]], trial_number: int | None, config_json: str) -> dict[str, Any]:
-    """The fields of a ``VerdictConfirmation``: ``times`` is [default rounds, winner rounds] of the
-    fresh re-measure; the winner is confirmed only if it beats the default there too."""
-    comparison = stats.compare(times[0], times[1])
-    return dict(
-        best_trial_number=trial_number, config_json=config_json, rounds_json=json.dumps(times),
-        speedup=comparison.speedup if comparison else None, speedup_low=comparison.low if comparison else None,
-        speedup_high=comparison.high if comparison else None,
-        confirmed=bool(comparison) and comparison.outcome == stats.FASTER,
-        reason=comparison.why() if comparison else "not every round of both was timed in the fresh compile",
     )

@@ -10,9 +10,10 @@ use it without a GPU stack.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import statistics
-from typing import Sequence
+from typing import Any, Sequence
 
 # Smallest relative change that counts.  Measured: on an H200 (2026-11-22), the same kernel compiled
 # twice (validate's heuristics variant compiled to Inductor's own configs) timed up to 1.2 % away
@@ -109,3 +110,45 @@ def _timed(rounds: Rounds) -> list[float]:
 
 def _paired(a: Rounds, b: Rounds) -> bool:
     return bool(a) and len(a) == len(b) and all(t is not None and t > 0 for t in (*a, *b))
+
+
+# -- a study's verdict ---------------------------------------------------------------------------
+
+
+def summarize_verdict(times: list[list[float | None]], finalists: list) -> dict[str, Any]:
+    """Pick the finalist with the lowest median and its speedup over the default with the spread.
+
+    ``times[0]`` is the default, ``times[i]`` finalist i-1, one entry per interleaved round.  The
+    spread is the range of per-round ratios; "improved" follows ``beats_default``.
+    """
+    default_rounds = [t for t in times[0] if t is not None]
+    base = dict(rounds_json=json.dumps(times), best_trial_number=None, best_config_json=None)
+    if not default_rounds:
+        return dict(base, default_ms=None, best_ms=None, speedup=None, speedup_low=None, speedup_high=None, improved=False)
+    default_ms = statistics.median(default_rounds)
+    best_i, best_ms = None, None
+    for i, rounds in enumerate(times[1:]):
+        valid = [t for t in rounds if t is not None]
+        if valid and (best_ms is None or statistics.median(valid) < best_ms):
+            best_i, best_ms = i, statistics.median(valid)
+    if best_i is None:
+        return dict(base, default_ms=default_ms, best_ms=None, speedup=None, speedup_low=None, speedup_high=None, improved=False)
+    ratios = [d / b for d, b in zip(times[0], times[best_i + 1]) if d is not None and b is not None]
+    return dict(
+        base, best_trial_number=finalists[best_i].trial_number, best_config_json=finalists[best_i].config_json,
+        default_ms=default_ms, best_ms=best_ms, speedup=default_ms / best_ms, speedup_low=min(ratios),
+        speedup_high=max(ratios), improved=beats_default(times[0], times[best_i + 1]),
+    )
+
+
+def confirm_winner(times: list[list[float | None]], trial_number: int | None, config_json: str) -> dict[str, Any]:
+    """The fields of a ``VerdictConfirmation``: ``times`` is [default rounds, winner rounds] of the
+    fresh re-measure; the winner is confirmed only if it beats the default there too."""
+    comparison = compare(times[0], times[1])
+    return dict(
+        best_trial_number=trial_number, config_json=config_json, rounds_json=json.dumps(times),
+        speedup=comparison.speedup if comparison else None, speedup_low=comparison.low if comparison else None,
+        speedup_high=comparison.high if comparison else None,
+        confirmed=bool(comparison) and comparison.outcome == FASTER,
+        reason=comparison.why() if comparison else "not every round of both was timed in the fresh compile",
+    )

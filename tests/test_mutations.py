@@ -22,7 +22,7 @@ from inductor_tune import distill, evaluate, kernels, stats, torch_rules, valida
 from inductor_tune.evidence import ShapePoint
 from inductor_tune.kernels import CATALOG, KernelSpec, Shape
 from inductor_tune.records import Outcome, TimingSpec
-from inductor_tune.search import summarize
+from inductor_tune.stats import summarize_verdict as summarize
 from inductor_tune.space import KernelSlot, SlotConfig, TrialConfig, slot_violations
 
 # -- space.slot_violations: at most 256 tile elements per thread ------------------------------------

@@ -13,7 +13,8 @@ from fake_pools import remeasured
 from inductor_tune import experiment
 from inductor_tune.records import Measurement, Outcome
 from inductor_tune.gpu import GpuIdentity
-from inductor_tune.search import Tuner, study_name, summarize
+from inductor_tune.search import Tuner, study_name
+from inductor_tune.stats import summarize_verdict as summarize
 from inductor_tune.space import KernelSlot, TrialConfig
 from inductor_tune.store import Store
 from inductor_tune.tasks import ProbeTask, RemeasureTask

@@ -14,7 +14,8 @@ from fake_pools import remeasured
 
 from inductor_tune import stats, validate, warmstart
 from inductor_tune.records import Outcome
-from inductor_tune.search import Tuner, summarize
+from inductor_tune.search import Tuner
+from inductor_tune.stats import summarize_verdict as summarize
 from inductor_tune.show import study_rows
 from inductor_tune.store import SCHEMA_VERSION, Store
 from inductor_tune.tasks import RemeasureTask
