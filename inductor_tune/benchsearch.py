@@ -36,6 +36,7 @@ import optuna
 from . import warmstart
 from .experiment import Experiment
 from .records import Outcome
+from .runtime.launch import POW2_FIELDS, STAGE_FIELDS
 from .space import ConstraintViolation, SearchSpace, TrialConfig, params_of
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ def _nearest(order: Sequence[str], inductor_choice_json: str | None) -> str:
     def distance(key: str) -> float:
         (cfg,) = json.loads(key)["slots"].values()
         d = 0.0
-        for field in ("XBLOCK", "R0_BLOCK", "num_warps", "num_stages", "RSPLIT_SIZE", "NUM_STAGES"):
+        for field in (*POW2_FIELDS, *STAGE_FIELDS):
             a, b = cfg.get(field), want.get(field)
             if a and b:
                 d += abs(math.log2(a) - math.log2(b))

@@ -31,6 +31,7 @@ from .kernels import CATALOG, PROBED_OPS
 from .records import Outcome
 from .space import DEFAULT_FLAGS, SearchSpace, SlotConfig, TrialConfig, slot_key
 from .store import Gpu, Store
+from .runtime.launch import choices_for_slot
 from .runtime.torch_rules import OPS_FIELD, kernel_kind, kernel_signature, next_pow2
 from .stats import geomean
 
@@ -237,12 +238,8 @@ def _finalists(ok) -> list:
 
 
 def _default_description(choice_json: str | None, slot) -> str:
-    for k in json.loads(choice_json or "[]"):
-        cfg = k.get("config") or {}
-        if k.get("size_hints") == {"x": next_pow2(slot.xnumel), "r0_": next_pow2(slot.rnumel)} and \
-                bool(cfg.get("RSPLIT_SIZE")) == slot.mix_order:
-            return SlotConfig.from_inductor_choice(k).describe()
-    return ""
+    found = choices_for_slot(json.loads(choice_json or "[]"), slot)
+    return SlotConfig.from_inductor_choice(found[0]).describe() if found else ""
 
 
 def load_points(

@@ -21,6 +21,7 @@ import yaml
 
 from .problem import ELEMENT_SIZES
 from .runtime import torch_rules
+from .runtime.launch import choices_for_slot
 from .runtime.installation import ENV_VAR, Installation, device_matches, install, install_from_env  # noqa: F401
 from .runtime.registry import applied_rules, installed_digest  # noqa: F401
 from .runtime.rulefile import _overlap, gpu_problem, load, parse, text_problem  # noqa: F401
@@ -72,11 +73,7 @@ def slot_hints(slots: Sequence[KernelSlot], inductor_choice_json: str | None) ->
     kernels = json.loads(inductor_choice_json)
     out = {}
     for slot in slots:
-        wanted = {"x": torch_rules.next_pow2(slot.xnumel), "r0_": torch_rules.next_pow2(slot.rnumel)}
-        found = {
-            str(k.get("reduction_hint", "")).split(".")[-1] for k in kernels
-            if k.get("size_hints") == wanted and bool((k.get("config") or {}).get("RSPLIT_SIZE")) == slot.mix_order
-        }
+        found = {str(k.get("reduction_hint", "")).split(".")[-1] for k in choices_for_slot(kernels, slot)}
         if len(found) == 1:
             out[slot.key] = found.pop()
     return out

@@ -31,7 +31,8 @@ import optuna
 from .kernels import next_pow2
 # The launch configs and their limits are the runtime's (a rule file's configs are checked by them).
 from .runtime.launch import (  # noqa: F401 - re-exported from their old home
-    MAX_ELEMENTS_PER_THREAD, MAX_TILE_ELEMENTS, KernelSlot, SlotConfig, slot_violations,
+    LAUNCH_FIELDS, LOOPED_FIELDS, MAX_ELEMENTS_PER_THREAD, MAX_TILE_ELEMENTS, MIX_ORDER_FIELDS, PERSISTENT_FIELDS,
+    POW2_FIELDS, KernelSlot, SlotConfig, search_param, slot_violations,
 )
 
 MAX_LOG2_XBLOCK = 8  # 256 rows per program is already far past any useful reduction tile
@@ -108,8 +109,7 @@ class ConstraintViolation(Exception):
 
 
 # Fields a sub-grid may restrict: the slot parameters (for every slot that has them) and the flags.
-SLOT_GRID_FIELDS = ("persistent", "log2_XBLOCK", "log2_R0_BLOCK", "log2_num_warps", "num_stages",
-                    "log2_RSPLIT_SIZE", "NUM_STAGES")
+SLOT_GRID_FIELDS = tuple(search_param(f) for f in LAUNCH_FIELDS)
 FLAG_GRID_FIELDS = ("split_reductions", "mix_order_reduction")
 GRID_FIELDS = SLOT_GRID_FIELDS + FLAG_GRID_FIELDS
 
@@ -254,21 +254,25 @@ def _slot_distributions(slot: KernelSlot, grid=()) -> dict[str, optuna.distribut
     x_hi = min(MAX_LOG2_XBLOCK, next_pow2(slot.xnumel).bit_length() - 1)
     k = slot.key
     if slot.mix_order:
-        full = {
-            "log2_RSPLIT_SIZE": IntD(*MIX_SPLIT_LOG2),
-            "log2_XBLOCK": IntD(MIX_MIN_LOG2_XBLOCK, min(MIX_MAX_LOG2_XBLOCK, x_hi)),
+        ranges = {
+            "RSPLIT_SIZE": IntD(*MIX_SPLIT_LOG2),
+            "XBLOCK": IntD(MIX_MIN_LOG2_XBLOCK, min(MIX_MAX_LOG2_XBLOCK, x_hi)),
             "NUM_STAGES": IntD(1, MIX_MAX_NUM_STAGES),
-            "log2_num_warps": IntD(0, MAX_LOG2_WARPS),
+            "num_warps": IntD(0, MAX_LOG2_WARPS),
         }
+        fields: tuple[str, ...] = MIX_ORDER_FIELDS
     else:
         r_hi = min(MAX_LOG2_R0_BLOCK, next_pow2(slot.rnumel).bit_length() - 1)
-        full = {
+        ranges = {
             "persistent": CatD((True, False) if slot.persistent_allowed else (False,)),
-            "log2_XBLOCK": IntD(0, x_hi),
-            "log2_R0_BLOCK": IntD(min(MIN_LOG2_R0_BLOCK, r_hi), r_hi),
-            "log2_num_warps": IntD(0, MAX_LOG2_WARPS),
+            "XBLOCK": IntD(0, x_hi),
+            "R0_BLOCK": IntD(min(MIN_LOG2_R0_BLOCK, r_hi), r_hi),
+            "num_warps": IntD(0, MAX_LOG2_WARPS),
             "num_stages": IntD(1, MAX_NUM_STAGES),
         }
+        fields = ("persistent", *LOOPED_FIELDS)
+    # In the order the search asks for them (which fixes a sampler's stream and a grid's order).
+    full = {search_param(f): ranges[f] for f in fields}
     allowed = dict(grid)
     for field, dist in full.items():
         if field in allowed:
@@ -304,29 +308,15 @@ def _holds(dist: optuna.distributions.BaseDistribution, value: Any) -> bool:
 def _suggest_slot(trial: optuna.trial.BaseTrial, slot: KernelSlot, grid=()) -> SlotConfig:
     d = _slot_distributions(slot, grid)
 
-    def ask(name: str):
-        return _suggest(trial, name, d[name])
+    def ask(field: str):
+        name = f"{slot.key}.{search_param(field)}"
+        value = _suggest(trial, name, d[name])
+        return 2 ** value if field in POW2_FIELDS else value
 
-    k = slot.key
     if slot.mix_order:
-        return SlotConfig(
-            persistent=True,
-            RSPLIT_SIZE=2 ** ask(f"{k}.log2_RSPLIT_SIZE"),
-            XBLOCK=2 ** ask(f"{k}.log2_XBLOCK"),
-            NUM_STAGES=ask(f"{k}.NUM_STAGES"),
-            num_warps=2 ** ask(f"{k}.log2_num_warps"),
-        )
-    persistent = ask(f"{k}.persistent")
-    xblock = 2 ** ask(f"{k}.log2_XBLOCK")
-    if persistent:
-        return SlotConfig(persistent=True, XBLOCK=xblock, num_warps=2 ** ask(f"{k}.log2_num_warps"))
-    return SlotConfig(
-        persistent=False,
-        XBLOCK=xblock,
-        R0_BLOCK=2 ** ask(f"{k}.log2_R0_BLOCK"),
-        num_warps=2 ** ask(f"{k}.log2_num_warps"),
-        num_stages=ask(f"{k}.num_stages"),
-    )
+        return SlotConfig(persistent=True, **{f: ask(f) for f in MIX_ORDER_FIELDS})
+    persistent = ask("persistent")
+    return SlotConfig(persistent=persistent, **{f: ask(f) for f in (PERSISTENT_FIELDS if persistent else LOOPED_FIELDS)})
 
 
 def _legal_slot_configs(slot: KernelSlot, grid=()) -> Iterable[SlotConfig]:
@@ -358,20 +348,13 @@ def params_of(config: TrialConfig, space: SearchSpace) -> dict[str, Any]:
 
 
 def _slot_params(key: str, cfg: SlotConfig) -> dict[str, Any]:
-    log2 = lambda v: int(v).bit_length() - 1  # noqa: E731 - exact for the powers of two stored here
     if cfg.RSPLIT_SIZE is not None:
-        return {
-            f"{key}.log2_RSPLIT_SIZE": log2(cfg.RSPLIT_SIZE),
-            f"{key}.log2_XBLOCK": log2(cfg.XBLOCK),
-            f"{key}.NUM_STAGES": cfg.NUM_STAGES,
-            f"{key}.log2_num_warps": log2(cfg.num_warps),
-        }
-    out: dict[str, Any] = {f"{key}.persistent": cfg.persistent, f"{key}.log2_XBLOCK": log2(cfg.XBLOCK)}
-    out[f"{key}.log2_num_warps"] = log2(cfg.num_warps)
-    if not cfg.persistent:
-        out[f"{key}.log2_R0_BLOCK"] = log2(cfg.R0_BLOCK)
-        out[f"{key}.num_stages"] = cfg.num_stages
-    return out
+        fields: tuple[str, ...] = MIX_ORDER_FIELDS
+    else:
+        fields = ("persistent", *(PERSISTENT_FIELDS if cfg.persistent else LOOPED_FIELDS))
+    # log2 by bit length: exact for the powers of two stored here
+    return {f"{key}.{search_param(f)}": int(getattr(cfg, f)).bit_length() - 1 if f in POW2_FIELDS else getattr(cfg, f)
+            for f in fields}
 
 
 def config_from_params(params: Mapping[str, Any], space: SearchSpace) -> TrialConfig:

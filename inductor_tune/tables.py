@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .figdata import _default_choice, _matches, _slot_from_key, _space_slots, main_slot, open_store
 from .records import Outcome
+from .runtime.launch import LAUNCH_FIELDS, POW2_FIELDS, STAGE_FIELDS
 from .show import StudyRow
 from .space import TrialConfig
 from .store import Store
@@ -25,7 +26,6 @@ from .store import Store
 if TYPE_CHECKING:
     import pandas
 
-LAUNCH_FIELDS = ("persistent", "XBLOCK", "R0_BLOCK", "num_warps", "num_stages", "RSPLIT_SIZE", "NUM_STAGES")
 TRIAL_COLUMNS = (
     "study", "experiment", "gpu", "gpu_fingerprint", "kernel", "rows", "cols", "dtype", "replayed",
     "trial", "outcome", "reason", "inductor_default", "verdict_best",
@@ -34,8 +34,7 @@ TRIAL_COLUMNS = (
 )
 # Launch fields are missing where a trial has none (an illegal sample was never built), so the
 # integer and boolean columns need pandas' nullable types rather than floats and objects.
-_NULLABLE = {**{name: "Int64" for name in ("n_slots", "XBLOCK", "R0_BLOCK", "num_warps", "num_stages",
-                                            "RSPLIT_SIZE", "NUM_STAGES")},
+_NULLABLE = {**{name: "Int64" for name in ("n_slots", *POW2_FIELDS, *STAGE_FIELDS)},
              **{name: "boolean" for name in ("persistent", "split_reductions", "mix_order_reduction")}}
 
 

@@ -9,7 +9,7 @@ so that reading a rule file needs neither Optuna nor the search space.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .torch_rules import next_pow2
 
@@ -83,6 +83,33 @@ class SlotConfig:
         if self.RSPLIT_SIZE is not None:
             text += f" split={self.RSPLIT_SIZE} NUM_STAGES={self.NUM_STAGES}"
         return text
+
+
+def choices_for_slot(choices: Sequence[Mapping[str, Any]], slot: KernelSlot) -> list[Mapping[str, Any]]:
+    """The entries of Inductor's recorded choice (a default trial's ``inductor_choice_json``, parsed) that
+    are ``slot``'s kernel: the same size hints, and a split size exactly where it is a fused mix-order
+    kernel.  Several kernels of one size match alike; their order is generation order."""
+    wanted = {"x": next_pow2(slot.xnumel), "r0_": next_pow2(slot.rnumel)}
+    return [c for c in choices if c.get("size_hints") == wanted
+            and bool((c.get("config") or {}).get("RSPLIT_SIZE")) == slot.mix_order]
+
+
+# The launch fields, declared once: ``SlotConfig``'s fields, in its order.  Rule files (their YAML keys),
+# the search space (its Optuna parameters: ``search_param``), the trial tables and the figures take
+# their names from here.
+LAUNCH_FIELDS = tuple(f.name for f in dataclasses.fields(SlotConfig))
+POW2_FIELDS = ("XBLOCK", "num_warps", "R0_BLOCK", "RSPLIT_SIZE")  # powers of two: searched as their log2
+STAGE_FIELDS = ("num_stages", "NUM_STAGES")  # pipeline stages: counts
+# What a config of each kind sets besides ``persistent``, in the order the search asks for them.
+MIX_ORDER_FIELDS = ("RSPLIT_SIZE", "XBLOCK", "NUM_STAGES", "num_warps")  # always persistent
+PERSISTENT_FIELDS = ("XBLOCK", "num_warps")  # R0_BLOCK is the whole row
+LOOPED_FIELDS = ("XBLOCK", "R0_BLOCK", "num_warps", "num_stages")
+assert set(LAUNCH_FIELDS) == {"persistent", *POW2_FIELDS, *STAGE_FIELDS}
+
+
+def search_param(field: str) -> str:
+    """The name a launch field has as a search parameter (a power of two is searched as its log2)."""
+    return f"log2_{field}" if field in POW2_FIELDS else field
 
 
 def slot_violations(slot: KernelSlot, cfg: SlotConfig) -> list[str]:

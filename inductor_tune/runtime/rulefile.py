@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from . import torch_rules
-from .launch import KernelSlot, SlotConfig, slot_violations
+from .launch import LAUNCH_FIELDS, POW2_FIELDS, STAGE_FIELDS, KernelSlot, SlotConfig, slot_violations
 from .rules import FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, RuleSpec
 
 
@@ -54,7 +54,7 @@ def _pow2_range(value: Any, where: str) -> tuple[int, int]:
     return value[0], value[1]
 
 
-_CONFIG_KEYS = {"persistent", "XBLOCK", "num_warps", "R0_BLOCK", "num_stages", "RSPLIT_SIZE", "NUM_STAGES"}
+_CONFIG_KEYS = set(LAUNCH_FIELDS)
 
 
 def _parse_config(data: Any, kind: str, rnumel: tuple[int, int], where: str) -> SlotConfig:
@@ -64,11 +64,11 @@ def _parse_config(data: Any, kind: str, rnumel: tuple[int, int], where: str) -> 
         cfg = SlotConfig(**data)
     except TypeError as exc:
         raise HeuristicsError(f"{where}: {exc}") from None
-    for field in ("XBLOCK", "num_warps", "R0_BLOCK", "RSPLIT_SIZE"):
+    for field in POW2_FIELDS:
         v = getattr(cfg, field)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v & (v - 1)):
             raise HeuristicsError(f"{where}: {field}={v!r} is not a positive power of two")
-    for field in ("num_stages", "NUM_STAGES"):
+    for field in STAGE_FIELDS:
         v = getattr(cfg, field)
         # Written into the patch's rule table as they are: a text or a negative count is no launch config.
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 16):
