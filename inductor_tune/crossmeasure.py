@@ -191,8 +191,7 @@ def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingS
     """Measure every item (one worker task each, as many at once as GPU memory allows) and store a
     record per item; items this GPU stack already has a complete record of are skipped (a run cut
     short resumes).  Returns counts of stored, skipped and failed items."""
-    from .search import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES
-    from .workers import TaskFailure, run_tasks
+    from .workers import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES, TaskFailure, run_tasks, workers_that_fit
 
     replayed, key = pool.fingerprint.replayed, pool.fingerprint.key
     gpu_id = store.upsert_gpu(pool.fingerprint, pool.ceiling_gbps)
@@ -201,8 +200,7 @@ def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingS
             if r.gpu.fingerprint == key and json.loads(r.rounds_json)}
 
     def width(item: PlanItem) -> int:
-        need = bytes_needed(item, WORKER_FIXED_BYTES, WORKER_ACTIVATION_FACTOR)
-        return max(1, min(pool.size, math.floor(0.85 * memory / need)))
+        return workers_that_fit(memory, bytes_needed(item, WORKER_FIXED_BYTES, WORKER_ACTIVATION_FACTOR), pool.size)
 
     todo = [i for i in items if (i.point.kernel, i.point.rows, i.point.cols, i.point.dtype,
                                  json.dumps(payload_configs(i))) not in done]

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import os
 
-import sqlalchemy as sa
-
 SCHEMA_VERSION = 5  # 2: it_lease; 3: it_validation; 4: it_crossmeasure; 5: it_verdict_confirmation
 
 
 class StoreError(RuntimeError):
     """A storage problem worth one clear line to the user."""
+
+
+def url_of(path_or_url: str) -> str:
+    """A database named by a path (an SQLite file) or an SQLAlchemy URL, as a URL."""
+    return path_or_url if "://" in path_or_url else f"sqlite:///{path_or_url}"
 
 
 def default_sqlite_url(experiment: str) -> str:
@@ -33,6 +36,8 @@ def error_line(exc: BaseException) -> str:
 
 def shown(url: str) -> str:
     """A URL as it may appear in a message: the password hidden."""
+    import sqlalchemy as sa
+
     try:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except Exception:
@@ -47,6 +52,8 @@ _LOOPBACK = {"", "localhost", "127.0.0.1", "::1"}
 def same_database(a: str, b: str) -> bool:
     """Whether two URLs name the same database: SQLite files compared as resolved paths (links and
     hard links included), servers by backend, host, port and database name."""
+    import sqlalchemy as sa
+
     try:
         ua, ub = sa.engine.make_url(a), sa.engine.make_url(b)
     except Exception:
@@ -77,6 +84,8 @@ def check_url(url: str, create: bool) -> None:
     here, as one line, before a command starts work (or asks for a GPU) rather than as a traceback
     from deep inside it.
     """
+    import sqlalchemy as sa
+
     try:
         parsed = sa.engine.make_url(url)
     except Exception:
@@ -152,6 +161,8 @@ def _check_version(where: str, found) -> None:
 def _check_server(url: str) -> None:
     """Connect once, failing fast: an unreachable server, a wrong password or a missing database is one
     line now, not a traceback (or a long hang) once the command is under way."""
+    import sqlalchemy as sa
+
     connect_args = {"connect_timeout": 10} if url.startswith("postgresql") else {}
     engine = None
     try:

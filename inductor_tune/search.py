@@ -33,14 +33,12 @@ from .space import (
 )
 from .store import Store
 from .tasks import ProbeTask, RemeasureTask, Task, TrialTask
-from .workers import TaskFailure, WorkerPool, run_tasks
+from .workers import (  # noqa: F401 - the sizes stay importable from here
+    WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES, TaskFailure, WorkerPool, run_tasks, workers_that_fit,
+)
 
 log = logging.getLogger(__name__)
 
-# Bytes of GPU memory a worker needs per byte of one (M, N) activation: inputs, outputs, gradients,
-# a CUDA graph's private outputs and saved forward tensors; plus a fixed CUDA-context overhead.
-WORKER_ACTIVATION_FACTOR = {False: 6, True: 10}
-WORKER_FIXED_BYTES = 1.5 * 2**30
 MAX_CONSTRAINT_STREAK = 2000
 # A replayed study whose verdict rests on fewer recorded measurements than this (or than its trial
 # budget, if smaller) says so: with a sampler that strays from the recording most trials are configs
@@ -143,11 +141,10 @@ class Tuner:
     # -- pool helpers ---------------------------------------------------------------------
 
     def _workers_for(self, problem: Problem) -> int:
-        spec = problem.spec
         act = problem.shape.rows * problem.shape.cols * (2 if problem.dtype != "fp32" else 4)
-        per_worker = WORKER_FIXED_BYTES + WORKER_ACTIVATION_FACTOR[spec.backward] * act
-        fit = int(0.85 * self.pool.fingerprint.memory_bytes // per_worker)
-        return max(1, min(self.pool.size, fit, self.exp.workers or self.pool.size))
+        per_worker = WORKER_FIXED_BYTES + WORKER_ACTIVATION_FACTOR[problem.spec.backward] * act
+        return workers_that_fit(self.pool.fingerprint.memory_bytes, per_worker,
+                                min(self.pool.size, self.exp.workers or self.pool.size))
 
     def _run_blocking(self, tasks: list[Task], width: int, trials: list[Ledgered] = ()) -> dict[int, Any]:
         """Run tasks on up to ``width`` workers and wait for all of them (``trials`` keep beating)."""

@@ -14,6 +14,7 @@ import fcntl
 import functools
 import gc
 import logging
+import math
 import multiprocessing as mp
 import os
 import time
@@ -202,6 +203,20 @@ def worker_main(conn: Connection, gpu_index: int, lock_path: str, log_level: int
         if exit_code is not None:
             conn.close()
             os._exit(exit_code)
+
+
+# Bytes of GPU memory a worker needs per byte of one (M, N) activation: inputs, outputs, gradients,
+# a CUDA graph's private outputs and saved forward tensors; plus a fixed CUDA-context overhead.
+WORKER_ACTIVATION_FACTOR = {False: 6, True: 10}
+WORKER_FIXED_BYTES = 1.5 * 2**30
+# Of the GPU's memory, what workers may fill together: the rest is the allocator's slack.
+MEMORY_HEADROOM = 0.85
+
+
+def workers_that_fit(memory_bytes: float, bytes_per_worker: float, most: int) -> int:
+    """How many workers, each holding ``bytes_per_worker``, fit in the GPU's memory (at least one, at
+    most ``most``): the one sizing rule of studies, crossmeasure and validate."""
+    return max(1, min(most, math.floor(MEMORY_HEADROOM * memory_bytes / bytes_per_worker)))
 
 
 def run_tasks(pool, tasks: Sequence[Task], on_result: Callable[[Task, Any], None],

@@ -6,6 +6,8 @@ import logging
 import os
 import sys
 
+from ..dbfiles import url_of as storage_url  # noqa: F401 - the app layer's name for it
+
 # The replay suggested here writes into a database of its own: replayed into the recording itself,
 # its studies would upgrade and mix with the committed measurements (tune refuses that too).
 NO_GPU = (
@@ -59,10 +61,6 @@ def configure_logging(level: int) -> None:
         warnings.simplefilter("ignore")
     elif level > logging.DEBUG:
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-
-
-def storage_url(text: str) -> str:
-    return text if "://" in text else f"sqlite:///{text}"
 
 
 def default_workers(processes: int = 1) -> int:

@@ -143,9 +143,11 @@ def validate(request: ValidateRequest, on_draw: Callable[[Draw, int], None] | No
 
 def _workers(torch, problems, gpu: int) -> int:
     # Each worker holds every variant of its problem compiled and captured at once (see validate.py).
+    from ..workers import WORKER_FIXED_BYTES, workers_that_fit
+
     largest = max(p.shape.rows * p.shape.cols * (4 if p.dtype == "fp32" else 2) for p in problems)
-    fit = int(0.85 * torch.cuda.get_device_properties(gpu).total_memory // (1.5 * 2**30 + 24 * largest))
-    return max(1, min(len(problems), 8, fit, (os.cpu_count() or 2) - 1))
+    return workers_that_fit(torch.cuda.get_device_properties(gpu).total_memory, WORKER_FIXED_BYTES + 24 * largest,
+                            min(len(problems), 8, (os.cpu_count() or 2) - 1))
 
 
 def _draw(gate: GateRequest, dbs: list[str], db_urls: list[str]) -> tuple[Draw, int]:
