@@ -22,10 +22,10 @@ class AppError(Exception):
     """An error reported as one line, exit status 2."""
 
 
-# The errors reported as one line besides AppError.  Only a module already imported can have raised one,
-# so they are looked up there, and catching them imports nothing (choices would import all of torch).
-ONE_LINE_ERRORS = ("choices.UnsupportedTorch", "experiment.ExperimentError", "heuristics.HeuristicsError",
-                   "patch.PatchError", "store.StoreError", "workers.WorkerStartError")
+# The errors reported as one line besides AppError, named where each is defined.  Only a module already
+# imported can have raised one, so they are looked up there, and catching them imports nothing.
+ONE_LINE_ERRORS = ("runtime.hook.UnsupportedTorch", "experiment.ExperimentError", "runtime.rules.HeuristicsError",
+                   "patch.PatchError", "dbfiles.StoreError", "workers.WorkerStartError")
 PACKAGE = __package__.rpartition(".")[0]
 
 
