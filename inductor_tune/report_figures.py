@@ -109,17 +109,18 @@ def _search(store, points, k: str, dtype: str, out: Path):
     top = max((p for p in points if p.kernel == k and p.dtype == dtype), key=lambda p: (p.speedup or 0.0, p.cols))
     history = plot.study_history(store.url, top.study)
     block, cells = plot.warps_block_grid(store, top.study)
-    fig = new_figure(PAGE_WIDTH_IN, 5.4)
-    axes = fig.subplots(1, 3)
-    plot.plot_history(axes[0], history, top.ceiling_gbps)
-    plot.plot_importances(axes[1], history)
-    plot.plot_warps_block(axes[2], block, cells)
+    # Two rows: side by side, three panels leave the importances' parameter names no room at page width.
+    fig = new_figure(PAGE_WIDTH_IN, 10)
+    axes = fig.subplot_mosaic([["history", "map"], ["importance", "importance"]])
+    plot.plot_history(axes["history"], history, top.ceiling_gbps)
+    plot.plot_importances(axes["importance"], history)
+    plot.plot_warps_block(axes["map"], block, cells)
     name = f"search_{k}_{dtype}.png"
     return (Figure(name, f"Search of {k} {top.rows}x{top.cols} ({dtype})",
-                   "The study of this kernel with the largest speedup. Left: GB/s per Optuna trial (FAIL: measured "
-                   "failure; PRUNED: illegal config, never compiled). Middle: parameter importance over the trials "
-                   "that sampled parameters (the default trial has none). Right: median GB/s of measured trials per "
-                   "num_warps and block size of the main kernel."), save(fig, out, name))
+                   "The study of this kernel with the largest speedup. Top left: GB/s per Optuna trial (FAIL: "
+                   "measured failure; PRUNED: illegal config, never compiled). Top right: median GB/s of measured "
+                   "trials per num_warps and block size of the main kernel. Bottom: parameter importance over the "
+                   "trials that sampled parameters (the default trial has none)."), save(fig, out, name))
 
 
 def gpu_figure(points, comparison, out: Path):
