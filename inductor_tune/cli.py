@@ -78,7 +78,7 @@ def cmd_show(args) -> int:
 def cmd_report(args) -> int:
     from .app.results import report
 
-    return print_report(report(args.db, args.out, gpu=args.gpu))
+    return print_report(report(args.db, args.out, gpu=args.gpu, heuristics=args.heuristics))
 
 
 def print_report(report) -> int:

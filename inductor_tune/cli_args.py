@@ -91,9 +91,13 @@ def _reading_arguments(sub) -> None:
     fmt.add_argument("--csv", action="store_true", help="print the table as CSV: every column, unrounded")
     fmt.add_argument("--json", action="store_true", help="print the table as a JSON list: every column, unrounded")
 
-    r = sub.add_parser("report", help="figures (PNG) and one self-contained HTML page for a database")
+    r = sub.add_parser("report", help="figures (PNG) and one self-contained HTML page for a database of studies "
+                                      "and/or validation records")
     r.add_argument("db", help="SQLite file or SQLAlchemy URL")
-    r.add_argument("--gpu", help="only studies whose GPU name or fingerprint contains this")
+    r.add_argument("--gpu", help="only studies and validation records whose GPU name or fingerprint contains this")
+    r.add_argument("--heuristics", metavar="FILE",
+                   help="a heuristic file to picture (kernel family x size bucket); only its validation runs are "
+                        "drawn (default: the file each validation run names, where it still holds that run's rules)")
     r.add_argument("--out", help="output folder (default reports/<database name>/)")
 
     d = sub.add_parser("distill", help="distil one GPU's studies into per-kernel-kind rules (a heuristic YAML file)")

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from .records import Outcome
 from .show import study_row  # the same default/best GB/s as `inductor-tune show`, by construction
-from .space import KernelSlot, SearchSpace, SlotConfig, TrialConfig
+from .space import KernelSlot, SearchSpace, TrialConfig
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,12 @@ class SlotChoice:
     num_stages: int | None
     RSPLIT_SIZE: int | None
     improved: bool | None
+    # The graph flags the config ran with (Inductor's own are both on): turning mix-order off replaces
+    # the main kernel by another one, which the slot fields alone do not show.
+    split_reductions: bool = True
+    mix_order_reduction: bool = True
+    mix_order: bool = False  # the main kernel is a mix-order kernel (RSPLIT_SIZE applies)
+    speedup: float | None = None  # the verdict's, for the best config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,18 +140,24 @@ def open_store(db: str) -> Store:
 
 
 def gpus(store: Store) -> list[GpuInfo]:
-    seen = {}
-    for study in store.studies():
-        g = study.gpu
-        seen[g.fingerprint] = GpuInfo(
-            g.fingerprint, g.name, g.sm_count, g.compute_capability, g.memory_bytes / 1e9, g.l2_bytes / 2**20,
-            g.cuda_driver, g.cuda_runtime, g.torch, g.triton, g.ceiling_gbps,
-        )
-    return list(seen.values())
+    """Every GPU stack of the database: those of its studies and those its validation records ran on."""
+    import sqlalchemy as sa
+
+    from .store import Gpu
+
+    with store.session() as s:
+        rows = list(s.scalars(sa.select(Gpu).order_by(Gpu.id)))
+    return [GpuInfo(g.fingerprint, g.name, g.sm_count, g.compute_capability, g.memory_bytes / 1e9, g.l2_bytes / 2**20,
+                    g.cuda_driver, g.cuda_runtime, g.torch, g.triton, g.ceiling_gbps) for g in rows]
+
+
+def gpu_matches(gpu: str | None, name: str, fingerprint: str) -> bool:
+    """``--gpu``'s rule: a case-insensitive substring of the GPU's name or fingerprint."""
+    return not gpu or gpu.lower() in (name + " " + fingerprint).lower()
 
 
 def _matches(gpu: str | None, study) -> bool:
-    return not gpu or gpu.lower() in (study.gpu.name + " " + study.gpu.fingerprint).lower()
+    return gpu_matches(gpu, study.gpu.name, study.gpu.fingerprint)
 
 
 def shape_points(store: Store, gpu: str | None = None, kernel: str | None = None) -> list[ShapePoint]:
@@ -180,11 +192,13 @@ def _space_slots(study) -> dict[str, KernelSlot]:
     return slots
 
 
-def _choice_from_slot(source, study, slot: KernelSlot, cfg: SlotConfig, improved) -> SlotChoice:
+def _choice_from_slot(source, study, slot: KernelSlot, config: TrialConfig, improved, speedup) -> SlotChoice:
+    cfg = config.slot_map()[slot.key]
     return SlotChoice(
         source, study.gpu.fingerprint, study.kernel, study.dtype, study.rows, study.cols, slot.key, cfg.persistent,
         cfg.XBLOCK, cfg.num_warps, None if cfg.persistent else cfg.R0_BLOCK,
-        None if cfg.persistent else cfg.num_stages, cfg.RSPLIT_SIZE, improved,
+        None if cfg.persistent else cfg.num_stages, cfg.RSPLIT_SIZE, improved, config.flags.split_reductions,
+        config.flags.mix_order_reduction, slot.mix_order, speedup,
     )
 
 
@@ -216,7 +230,7 @@ def _default_choice(study, default_rec, pick) -> SlotChoice | None:
     return SlotChoice(
         "default", study.gpu.fingerprint, study.kernel, study.dtype, study.rows, study.cols, slot.key, persistent,
         cfg["XBLOCK"], cfg["num_warps"], None if persistent else cfg.get("R0_BLOCK"),
-        None if persistent else cfg.get("num_stages"), cfg.get("RSPLIT_SIZE"), None,
+        None if persistent else cfg.get("num_stages"), cfg.get("RSPLIT_SIZE"), None, mix_order=slot.mix_order,
     )
 
 
@@ -242,17 +256,17 @@ def config_choices(
             out.append(default)
         verdict = store.verdict(study.id)
         if verdict is not None and verdict.best_config_json:
-            text, improved = verdict.best_config_json, verdict.improved
+            text, improved, speedup = verdict.best_config_json, verdict.improved, verdict.speedup
         else:
             fastest = min((t for t in ok if not t.inductor_default), key=lambda t: t.time_ms, default=None)
-            text, improved = (fastest.config_json, None) if fastest else (None, None)
+            text, improved, speedup = (fastest.config_json, None, None) if fastest else (None, None, None)
         if text is None:
             continue
         config = TrialConfig.from_json(text)
         known = _space_slots(study)
         slots = [known.get(k) or _slot_from_key(k) for k, _ in config.slots]
         slot = pick(slots, study.rows, study.cols)
-        out.append(_choice_from_slot("best", study, slot, config.slot_map()[slot.key], improved))
+        out.append(_choice_from_slot("best", study, slot, config, improved, speedup))
     return sorted(out, key=lambda c: (c.gpu, c.kernel, c.dtype, c.rows, c.cols, c.source))
 
 
@@ -339,7 +353,9 @@ def compare_gpus(store: Store, kernel: str | None = None) -> GpuComparison:
 def describe_choice(c: SlotChoice) -> str:
     kind = "persistent" if c.persistent else f"looped R0={c.R0_BLOCK} st={c.num_stages}"
     split = f" split={c.RSPLIT_SIZE}" if c.RSPLIT_SIZE else ""
-    return f"{kind} X={c.XBLOCK} w={c.num_warps}{split}"
+    flags = "".join(f" {name} off" for name, on in (("split reductions", c.split_reductions),
+                                                     ("mix-order", c.mix_order_reduction)) if not on)
+    return f"{kind} X={c.XBLOCK} w={c.num_warps}{split}{flags}"
 
 
 # -- validation runs (`inductor-tune validate`) ------------------------------------------------
@@ -381,16 +397,46 @@ class ValidationPoint:
     applied: bool  # the rules changed a kernel of this shape
     notes: tuple[str, ...]  # why variants are missing (peer not importable, not the same op, ...)
     created: Any
+    # False: the record holds no rounds of this variant.  A gate run times the rules only where they
+    # change a kernel and stores Inductor's own time for them elsewhere: that number was not measured.
+    measured: bool = True
+    drawn: bool = False  # a problem of a random draw (``validate --random``), not a chosen shape
 
 
 def _as_store(store_or_url) -> Store:
     return store_or_url if isinstance(store_or_url, Store) else open_store(str(store_or_url))
 
 
-def validation_runs(store_or_url) -> list[ValidationRun]:
+def validation_records(store_or_url, gpu: str | None = None) -> list:
+    """Every validation record, oldest first, of the GPUs matching ``gpu``; none in databases older than the table."""
+    from .store import ValidationRecord
+
+    store = _as_store(store_or_url)
+    # Databases written before validation records existed (db/sweeps.sqlite) lack the table, and reading
+    # never upgrades a database; the store's own check is what crossmeasures() uses for the same case.
+    if not store._has_table(ValidationRecord):
+        return []
+    records = store.validations()
+    if gpu:
+        keep = {g.fingerprint for g in gpus(store) if gpu_matches(gpu, g.name, g.fingerprint)}
+        ids = _gpu_ids(store)
+        records = [r for r in records if ids.get(r.gpu_id) in keep]
+    return records
+
+
+def _gpu_ids(store: Store) -> dict[int, str]:
+    import sqlalchemy as sa
+
+    from .store import Gpu
+
+    with store.session() as s:
+        return dict(s.execute(sa.select(Gpu.id, Gpu.fingerprint)).all())
+
+
+def validation_runs(store_or_url, gpu: str | None = None) -> list[ValidationRun]:
     """One entry per (heuristics_path, digest) in a validation database, oldest run first."""
     groups = collections.defaultdict(list)
-    for rec in _as_store(store_or_url).validations():
+    for rec in validation_records(store_or_url, gpu):
         groups[(rec.heuristics_path, rec.heuristics_digest)].append(rec)
     runs = [
         ValidationRun(path, digest, len(recs), len({(r.kernel, r.rows, r.cols, r.dtype) for r in recs}),
@@ -404,10 +450,10 @@ def validation_runs(store_or_url) -> list[ValidationRun]:
 MODEL_PREFIX = "model:"
 
 
-def _latest_records(store_or_url, heuristics_path: str | None, digest: str | None) -> list:
+def _latest_records(store_or_url, heuristics_path: str | None, digest: str | None, gpu: str | None = None) -> list:
     """Per (path, digest, kernel, M, N, dtype), the latest record (re-measured shapes replace older ones)."""
     latest = {}
-    for rec in _as_store(store_or_url).validations():  # ordered by id: later records win
+    for rec in validation_records(store_or_url, gpu):  # ordered by id: later records win
         if rec.kernel.startswith(MODEL_PREFIX):  # whole-model steps (validate --models) have no kernel variants
             continue
         if (heuristics_path is not None and rec.heuristics_path != heuristics_path) or (
@@ -420,15 +466,16 @@ def _latest_records(store_or_url, heuristics_path: str | None, digest: str | Non
                                                    r.cols, r.rows))
 
 
-def validation_points(store_or_url, heuristics_path: str | None = None, digest: str | None = None
-                      ) -> list[ValidationPoint]:
-    """Every measured variant of the latest record per problem, optionally of one file path and/or digest.
+def validation_points(store_or_url, heuristics_path: str | None = None, digest: str | None = None,
+                      gpu: str | None = None) -> list[ValidationPoint]:
+    """Every variant of the latest record per problem, optionally of one file path and/or digest and GPU.
 
     Numbers are the stored summary's (``validate.ValidationRow``); nothing is recomputed but the ceiling.
     """
     out = []
-    for rec in _latest_records(store_or_url, heuristics_path, digest):
-        summary = json.loads(rec.result_json).get("summary")
+    for rec in _latest_records(store_or_url, heuristics_path, digest, gpu):
+        result = json.loads(rec.result_json)
+        summary, timed = result.get("summary"), result.get("times") or {}
         if summary is None:  # a gate problem that failed: nothing was timed
             continue
         for v in summary["variants"]:
@@ -437,17 +484,19 @@ def validation_points(store_or_url, heuristics_path: str | None = None, digest: 
                 v["median_ms"], v["gbps"], v["pct_of_ceiling"], v["gbps"] / (v["pct_of_ceiling"] / 100),
                 v["ratio_to_default"], v["ratio_low"], v["ratio_high"], summary.get("studied"),
                 bool(summary["regressed"]), bool(summary["heuristics_applied"]), tuple(summary["notes"]), rec.created,
+                v["name"] in timed, "gate" in result,
             ))
     return out
 
 
-def validation_rows(store_or_url, heuristics_path: str | None = None, digest: str | None = None) -> list:
+def validation_rows(store_or_url, heuristics_path: str | None = None, digest: str | None = None,
+                    gpu: str | None = None) -> list:
     """The same latest records as ``validate.ValidationRow``s, for ``validate.render``'s table."""
     from .validate import ValidationRow, Variant
 
     fields = {f.name for f in dataclasses.fields(ValidationRow)}
     rows = []
-    for rec in _latest_records(store_or_url, heuristics_path, digest):
+    for rec in _latest_records(store_or_url, heuristics_path, digest, gpu):
         s = json.loads(rec.result_json).get("summary")
         if s is None:  # a gate problem that failed: nothing was timed
             continue

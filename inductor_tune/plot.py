@@ -7,83 +7,42 @@ Two layers, so that tests can check numbers without pixels:
 * renderers take those records and draw onto an Axes the caller owns, then return it.  They never
   create figures or call ``plt.show``, so notebooks, the HTML report and tests share them.
 
-Every number drawn comes from a database: the studies' (``plot_bandwidth``...) or the validation
-records of a heuristic file (``plot_validation``: default, heuristics, best found and the peer
-libraries, all timed in the same interleaved rounds).  Series that no database holds are not
-invented: callers pass them in as ``ExtraSeries``.
+Every number drawn comes from a database or a heuristic file: the studies' (``plot_bandwidth``,
+``plot_config_field`` in ``plot_configs``...), the validation records of a heuristic file
+(``plot_validation`` in ``plot_validation``: default, heuristics, best found and the peer libraries,
+all timed in the same interleaved rounds) or the rules and evidence of the file itself
+(``plot_heuristics`` in ``plot_rules``).  Series that no database holds are not invented: callers pass
+them in as ``ExtraSeries``.  Every renderer is re-exported here, so that callers import one module.
 """
 
 from __future__ import annotations
 
 import collections
 import math
-import textwrap
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from .figdata import (  # noqa: F401 - re-exported: notebooks and tests use one module
     ExtraSeries, GpuComparison, GpuInfo, GridCell, HistoryPoint, ShapePoint, SlotChoice, StudyHistory, ValidationPoint,
-    ValidationRun, compare_gpus, config_choices, describe_choice, gpus, main_slot, open_store, shape_points,
-    study_history, validation_note, validation_points, validation_rows, validation_runs, warps_block_grid,
+    ValidationRun, compare_gpus, config_choices, describe_choice, gpu_matches, gpus, main_slot, open_store,
+    shape_points, study_history, validation_note, validation_points, validation_records, validation_rows,
+    validation_runs, warps_block_grid,
 )
+from .plot_configs import (  # noqa: F401 - re-exported
+    CONFIG_FIELDS, grid_rows as config_grid_rows, plot_config_field, plot_config_grid,
+)
+from .plot_rules import RuleCell, plot_heuristics, rule_cells  # noqa: F401 - re-exported
+from .plot_validation import MIN_LINE, VALIDATION_SERIES, plot_validation  # noqa: F401 - re-exported
+from .plotkit import (  # noqa: F401 - re-exported: callers learned these names from this module
+    COLORS, LINESTYLES, MARKERS, RATIO_CMAP, empty as _empty, figure_legend, finish_bandwidth,
+    int_formatter as _int_formatter, kernel_order, legend_below as _legend_below, log2_axis as _log2_axis, ratio_colorbar, ratio_norm, robust_top,
+    row_groups, short as _short, split_by_rows, text_color,
+)
+from .show import SLOWER
 
-# One color per series across every figure, so a reader learns them once.
-COLORS = {
-    "default": "#d62728",  # Inductor's own choice
-    "best": "#1f77b4",  # best config found (verdict)
-    "ceiling": "#7f7f7f",  # measured copy bandwidth
-    "heuristic": "#2ca02c",  # distilled rules (validation records, or passed in by callers)
-    "peer": "#9467bd",  # other libraries (passed in by callers)
-    "quack": "#9467bd",
-    "liger": "#8c564b",
-    "trial": "#aec7e8",
-    "failed": "#ff7f0e",
-}
-MARKERS = ("o", "s", "^", "D", "v", "P")
-LINESTYLES = ("-", "--", ":", "-.")
-CONFIG_FIELDS = ("num_warps", "XBLOCK", "R0_BLOCK", "num_stages", "persistent")
 MAX_IMPORTANCES = 10
-MIN_LINE = 3  # plot_validation joins shapes of one M by a line from this many on
-# Validation variants as stored by `inductor-tune validate`: name, legend label, color key, marker.
-VALIDATION_SERIES = (
-    ("inductor_default", "Inductor default", "default", "o"),
-    ("heuristics", "heuristics (rules installed)", "heuristic", "s"),
-    ("best_found", "best found (study's per-shape winner)", "best", "^"),
-    ("quack", "Quack", "quack", "D"),
-    ("liger", "Liger", "liger", "v"),
-)
 
 
 # -- renderers -------------------------------------------------------------------------------
-
-
-def _log2_axis(ax, cols: Iterable[int]) -> None:
-    ticks = sorted(set(cols))
-    # Non-powers of two between close powers of two print over each other: then only 2^k is labelled.
-    crowded = len(ticks) > 10 and any(b / a < 1.3 for a, b in zip(ticks, ticks[1:]))
-    labels = ["" if crowded and n & (n - 1) else _short(n) for n in ticks]
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ticks)
-    ax.set_xticklabels(labels, rotation=45 if len(ticks) > 6 else 0, ha="right" if len(ticks) > 6 else "center")
-    ax.minorticks_off()
-    ax.set_xlabel("N (reduction length, elements per row; log2 scale)")
-
-
-def _short(n: int) -> str:
-    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
-
-
-def split_by_rows(items) -> bool:
-    """Whether some N was studied at several M (then M gets its own line; else M just varies along N)."""
-    seen = collections.defaultdict(set)
-    for it in items:
-        seen[(getattr(it, "gpu", None), it.kernel, it.dtype, it.cols)].add(it.rows)
-    return any(len(ms) > 1 for ms in seen.values())
-
-
-def row_groups(items) -> list[tuple[int | None, list]]:
-    if not split_by_rows(items):
-        return [(None, list(items))]
-    return [(m, [it for it in items if it.rows == m]) for m in sorted({it.rows for it in items})]
 
 
 def _series_groups(points: Sequence[ShapePoint]):
@@ -94,12 +53,6 @@ def _series_groups(points: Sequence[ShapePoint]):
             pts = sorted(group, key=lambda p: p.cols)
             parts = ([pts[0].gpu_name] if len(gpus_) > 1 else []) + ([f"M={m}"] if m is not None else [])
             yield pts, LINESTYLES[mi % len(LINESTYLES)], MARKERS[gi % len(MARKERS)], ", ".join(parts)
-
-
-def _legend_below(ax, ncol: int = 2, title: str | None = None) -> None:
-    # Below the plot area: a legend inside would hide points at one end of N or the other.
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=ncol, frameon=False,
-              title=title, title_fontsize="small")
 
 
 def _usual_rows(pts) -> int | None:
@@ -143,175 +96,16 @@ def plot_bandwidth(ax, points: Sequence[ShapePoint], kernel: str, dtype: str = "
     title = f"{kernel} {dtype}"
     if pts and not split_by_rows(pts):
         title += f" (M={usual})" if usual else " (M marked per point)"
-    return _finish_bandwidth(ax, [p.cols for p in pts] + [n for s in extra for n in s.cols], title, legend)
-
-
-def _finish_bandwidth(ax, cols, title: str, legend: bool, note: str | None = None):
-    """Axes, title, grid and legend (``note``: its title) shared by the GB/s-vs-N figures."""
-    _log2_axis(ax, cols)
-    ax.set_ylabel("bandwidth (GB/s, minimal traffic)")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    if note:
-        note = "\n".join(textwrap.wrap(note, 90))
-    if legend:
-        _legend_below(ax, title=note)
-    elif note:
-        title += "\n" + note
-    ax.set_title(title, fontsize="medium")
-    return ax
-
-
-def plot_validation(ax, points: Sequence[ValidationPoint], kernel: str, dtype: str = "bf16",
-                    rows: int | None = None, legend: bool = True):
-    """GB/s vs N from one heuristic file's validation records: Inductor default, heuristics, best found,
-    Quack, Liger (all timed in the same interleaved rounds) and that run's copy ceiling (dashed).
-
-    Lines join shapes of the same M only, and only where that M has ``MIN_LINE`` shapes or more (two
-    shapes of one M are often unrelated, e.g. an LLM shape and a sweep point); other shapes are bare
-    markers labelled MxN.
-    Best found where the study found nothing better is Inductor's default: hollow marker at the
-    default's GB/s.  Heuristic points the record marks as regressed get a red ring.  Variants missing
-    at some shapes (peer not importable or not the same op, shape not studied) are listed in the legend.
-    """
-    pts = [p for p in points if p.kernel == kernel and p.dtype == dtype and (rows is None or p.rows == rows)]
-    if not pts:
-        return _empty(ax, f"no validation record of {kernel} {dtype}" + (f" at M={rows}" if rows else ""))
-    runs = sorted({(p.heuristics_path, p.digest) for p in pts})
-    if len(runs) > 1:
-        raise ValueError(f"points of {len(runs)} heuristic files/digests; pass those of one run")
-    at = {(p.rows, p.cols, p.variant): p for p in pts}
-    base = sorted((p for p in pts if p.variant == "inductor_default"), key=lambda p: p.cols)  # one per shape
-    by_m = collections.defaultdict(list)
-    for d in base:
-        by_m[d.rows].append(d)
-    lines = sorted((g for g in by_m.values() if len(g) >= MIN_LINE), key=lambda g: (-len(g), g[0].rows))
-    alone = [d for g in by_m.values() if len(g) < MIN_LINE for d in g]
-    series = [v for v in VALIDATION_SERIES if any(p.variant == v[0] for p in pts)]
-    series += [(n, n, "peer", "x") for n in sorted({p.variant for p in pts} - {v[0] for v in VALIDATION_SERIES})]
-    hollow = False  # the stand-in's legend entry is drawn once
-    for name, label, color, marker in series:
-        drawn = False
-        for gi, group in enumerate(lines + [[d] for d in alone]):
-            own = [at.get((d.rows, d.cols, name)) for d in group]
-            # the study's winner was Inductor's default: drawn there, hollow
-            kept = [name == "best_found" and p is None and bool(d.studied) for p, d in zip(own, group)]
-            ys = [p.gbps if p else (d.gbps if k else math.nan) for p, d, k in zip(own, group, kept)]
-            if all(math.isnan(y) for y in ys):
-                continue
-            tag = f" (M={group[0].rows})" if len(lines) > 1 and gi < len(lines) else ""
-            ax.plot([d.cols for d in group], ys, ls=LINESTYLES[gi % len(LINESTYLES)] if gi < len(lines) else "none",
-                    marker=marker, color=COLORS[color], label=label + tag if tag or not drawn else "_nolegend_")
-            drawn = True
-            if any(kept):
-                ax.scatter([d.cols for d, k in zip(group, kept) if k], [y for y, k in zip(ys, kept) if k],
-                           marker=marker, facecolors="white", edgecolors=COLORS[color], zorder=3,
-                           label="_nolegend_" if hollow else "best found = Inductor default (study found no gain)")
-                hollow = True
-    bad = [at[(d.rows, d.cols, "heuristics")] for d in base if d.regressed and (d.rows, d.cols, "heuristics") in at]
-    if bad:
-        ax.scatter([p.cols for p in bad], [p.gbps for p in bad], s=160, facecolors="none", lw=1.5, zorder=4,
-                   edgecolors=COLORS["default"], label="heuristics regressed beyond noise (record's verdict)")
-    for i, d in enumerate(sorted(alone, key=lambda d: d.cols)):
-        top = max(p.gbps for p in pts if (p.rows, p.cols) == (d.rows, d.cols))
-        ax.annotate(f"{d.rows}x{d.cols}", (d.cols, top), textcoords="offset points", ha="center",
-                    xytext=(0, 8 if i % 2 == 0 else 16), fontsize="x-small")
-    ceilings = sorted({round(p.ceiling_gbps) for p in pts})
-    span = f"{ceilings[0]}" if len(ceilings) == 1 else f"{ceilings[0]}-{ceilings[-1]}"
-    ax.axhline(max(p.ceiling_gbps for p in pts), color=COLORS["ceiling"], ls="--", lw=1,
-               label=f"copy ceiling, measured in the run ({span} GB/s)")
-    path, digest = runs[0]
-    title = f"{kernel} {dtype}: validation of {path.rsplit('/', 1)[-1]} ({digest[:8]})"
-    if len(lines) == 1:
-        title += f"\nlines: M={lines[0][0].rows}" + ("; other shapes labelled MxN" if alone else "")
-    elif not lines:
-        title += "\nevery shape at its own M (labelled MxN)"
-    return _finish_bandwidth(ax, [d.cols for d in base], title, legend, _missing_note(pts, base))
-
-
-def _missing_note(pts: Sequence[ValidationPoint], base: Sequence[ValidationPoint]) -> str | None:
-    """Which variants lack a measurement at some validated shapes, and why (the reasons in the records' notes)."""
-    have = collections.Counter(p.variant for p in pts)
-    parts = []
-    for name, label, *_ in VALIDATION_SERIES:
-        count = max(have[name], sum(bool(d.studied) for d in base)) if name == "best_found" else have[name]
-        if count >= len(base):
-            continue
-        where = "any shape" if count == 0 else f"{len(base) - count} of {len(base)} shapes"
-        if name == "best_found":
-            parts.append(f"best found: not studied at {where}")
-            continue
-        # notes read "liger: not importable here (ModuleNotFoundError: ...)": keep the part before " ("
-        why = collections.Counter(n.split(": ", 1)[1].split(" (")[0] for d in base for n in d.notes
-                                  if n.startswith(name + ": "))
-        reasons = ", ".join(w if len(why) == 1 else f"{w}: {c}" for w, c in why.most_common())
-        parts.append(f"{label}: none at {where}" + (f" ({reasons})" if reasons else ""))
-    return ("missing data - " + "; ".join(parts)) if parts else None
-
-
-def plot_config_field(ax, choices: Sequence[SlotChoice], kernel: str, field: str, dtype: str = "bf16",
-                      rows: int | None = None, legend: bool = False):
-    """One launch parameter of the main slot vs N: best found (steps) and Inductor's default (markers).
-
-    Hollow best markers: the verdict found no significant gain, so the default stays in use.
-    """
-    sel = [c for c in choices if c.kernel == kernel and c.dtype == dtype and (rows is None or c.rows == rows)]
-    if not sel:
-        return _empty(ax, f"no {kernel} configs")
-    value = (lambda c: int(c.persistent)) if field == "persistent" else (lambda c: getattr(c, field))
-    if all(value(c) is None for c in sel):
-        return _empty(ax, f"{kernel}: {field}\nunused: every config here is persistent")
-    for source, style in (("best", dict(where="mid", lw=2)), ("default", None)):
-        for mi, (m, group) in enumerate(row_groups(sel)):
-            pts = sorted((c for c in group if c.source == source and value(c) is not None), key=lambda c: c.cols)
-            if not pts:
-                continue
-            tag = f" M={m}" if m is not None else ""
-            xs, ys = [c.cols for c in pts], [value(c) for c in pts]
-            marker = MARKERS[mi % len(MARKERS)]
-            style = dict(style or {}, ls=LINESTYLES[mi % len(LINESTYLES)])
-            if source == "best":
-                # NaN where the field does not apply (R0_BLOCK of a persistent config) breaks the line there
-                # instead of bridging two looped shapes across a persistent one.
-                every = sorted((c for c in group if c.source == source), key=lambda c: c.cols)
-                ax.step([c.cols for c in every], [math.nan if value(c) is None else value(c) for c in every],
-                        color=COLORS["best"], alpha=0.8, **style)
-                gain = [(x, y) for c, x, y in zip(pts, xs, ys) if c.improved is not False]
-                kept = [(x, y) for c, x, y in zip(pts, xs, ys) if c.improved is False]
-                for sel_, face, text in ((gain, COLORS["best"], "best found"),
-                                         (kept, "white", "best candidate, within noise (default kept)")):
-                    if sel_:
-                        ax.scatter(*zip(*sel_), color=face, edgecolors=COLORS["best"], marker=marker, zorder=3,
-                                   label=f"{text}{tag}")
-            else:
-                ax.scatter(xs, ys, color=COLORS["default"], marker="x" if mi == 0 else "+", s=60, zorder=4,
-                           label=f"Inductor default{tag}")
-    _log2_axis(ax, [c.cols for c in sel])
-    if field == "persistent":
-        ax.set_yticks([0, 1], ["looped", "persistent"])
-        ax.set_ylim(-0.3, 1.3)
-    else:
-        ax.set_yscale("log", base=2)
-        ax.yaxis.set_major_formatter(_int_formatter())
-        ax.minorticks_off()
-    ax.set_ylabel(field + ("" if field == "persistent" else " (log2)"))
-    ax.set_title(f"{kernel}: {field}", fontsize="medium")
-    ax.grid(True, alpha=0.3)
-    if legend:
-        _legend_below(ax, ncol=1)
-    return ax
-
-
-def _int_formatter():
-    from matplotlib.ticker import FuncFormatter
-
-    return FuncFormatter(lambda v, _: f"{v:g}")
+    return finish_bandwidth(ax, [p.cols for p in pts] + [n for s in extra for n in s.cols], title, legend)
 
 
 def plot_speedup_heatmap(ax, points: Sequence[ShapePoint], dtype: str = "bf16"):
-    """Speedup of best over default per (kernel, M) x N; each cell shows the per-round range.
+    """Speedup of the adopted config over default per (kernel, M) x N; each cell shows the per-round range.
 
-    Cells without a significant gain are drawn at 1.0 (grey text "="), cells without a verdict blank.
+    Cells where the default was kept are drawn at 1.0, worded by what the verdict measured ("=": within
+    noise; "= slower": the best candidate was slower), cells without a verdict blank.  The colour scale
+    ends at the largest speedup that is no outlier (``plotkit.robust_top``): an outlier takes the top
+    colour and its number says how far it goes.
     """
     import numpy as np
 
@@ -327,35 +121,28 @@ def plot_speedup_heatmap(ax, points: Sequence[ShapePoint], dtype: str = "bf16"):
     for p in pts:
         if p.speedup is not None and p.improved is not None:
             grid[ylabels.index(label(p)), xs.index(p.cols)] = p.speedup if p.improved else 1.0
-    top = max(2.0, float(np.nanmax(grid)) if np.isfinite(grid).any() else 2.0)
-    from matplotlib.colors import LogNorm
-
-    image = ax.imshow(grid, cmap="viridis", norm=LogNorm(vmin=1.0, vmax=top), aspect="auto")
+    values = [float(v) for v in grid[np.isfinite(grid)]]
+    norm = ratio_norm(values)
+    image = ax.imshow(grid, cmap=RATIO_CMAP, norm=norm, aspect="auto")
     for p in pts:
         i, j = ylabels.index(label(p)), xs.index(p.cols)
-        if p.improved is None:
-            text = "no\nverdict"
-        elif p.improved:
-            text = f"{p.speedup:.2f}\n[{p.speedup_low:.2f}-{p.speedup_high:.2f}]"
-        else:
-            text = "="
-        bright = not math.isfinite(grid[i, j]) or grid[i, j] > math.sqrt(top)
-        ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black" if bright else "white")
+        ax.text(j, i, _cell_text(p), ha="center", va="center", fontsize=7,
+                color=text_color(norm, grid[i, j] if math.isfinite(grid[i, j]) else None))
     ax.set_xticks(range(len(xs)), [_short(n) for n in xs])
     ax.set_yticks(range(len(ylabels)), ylabels)
     ax.set_xlabel(f"N (reduction length, elements per row{m_note})")
-    ax.set_title(f"speedup of best config over Inductor default ({dtype}); '=' within noise")
-    bar = ax.figure.colorbar(image, ax=ax, label="speedup (x, log scale)")
-    bar.set_ticks([t for t in (1, 1.25, 1.5, 2, 3, 4, 6, 8) if t <= top])
-    bar.ax.yaxis.set_major_formatter(_int_formatter())
-    bar.ax.yaxis.set_minor_formatter(_int_formatter())
-    bar.ax.minorticks_off()
+    ax.set_title(f"speedup of the adopted config over Inductor's default ({dtype})\n"
+                 "'=': default kept, within noise; '= slower': default kept, best candidate slower", fontsize="medium")
+    ratio_colorbar(ax, image, values, "speedup (x, log scale)")
     return ax
 
 
-def kernel_order(kernel: str) -> tuple[str, int]:
-    base, _, direction = kernel.rpartition("_")
-    return base, 0 if direction == "fwd" else 1
+def _cell_text(p: ShapePoint) -> str:
+    if p.improved is None:
+        return "no\nverdict"
+    if p.improved:
+        return f"{p.speedup:.2f}\n[{p.speedup_low:.2f}-{p.speedup_high:.2f}]"
+    return "= slower" if p.verdict.startswith(SLOWER) else "="
 
 
 def plot_history(ax, history: StudyHistory, ceiling_gbps: float | None = None, legend: bool = True):
@@ -454,10 +241,4 @@ def plot_gpu_comparison(ax, points: Sequence[ShapePoint], comparison: GpuCompari
     ax.set_title(f"{kernel} {dtype}: best config across GPUs", fontsize="medium")
     ax.grid(True, alpha=0.3)
     _legend_below(ax, ncol=1)
-    return ax
-
-
-def _empty(ax, text: str):
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
-    ax.set_axis_off()
     return ax

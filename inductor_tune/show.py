@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import json
 import math
+import statistics
 
+from . import stats
 from .kernels import Shape, get_kernel
 from .records import Outcome
 from .space import TrialConfig
@@ -63,9 +66,9 @@ def study_row(store: Store, study) -> StudyRow:
     if verdict is not None and verdict.default_ms:
         improved = verdict.improved
         best_ms = verdict.best_ms if improved else verdict.default_ms
-        text = "improved" if improved else "no improvement (within noise)"
+        text = IMPROVED if improved else not_improved(verdict.rounds_json)
         if not improved and store.confirmation(study.id) is not None:  # only a winner is re-timed
-            text = "no improvement (not confirmed in fresh rounds)"
+            text = NOT_CONFIRMED
         config = TrialConfig.from_json(verdict.best_config_json).describe() if verdict.best_config_json else "-"
         speed = (verdict.speedup, verdict.speedup_low, verdict.speedup_high)
         default_ms = verdict.default_ms
@@ -86,6 +89,35 @@ def study_row(store: Store, study) -> StudyRow:
         ceiling_gbps=ceiling, speedup=speed[0], speedup_low=speed[1], speedup_high=speed[2], verdict=text,
         best_config=config,
     )
+
+
+IMPROVED = "improved"
+NOT_CONFIRMED = "no improvement (not confirmed in fresh rounds)"
+WITHIN_NOISE = "no improvement (within noise)"
+SLOWER = "no improvement (best candidate slower in every round)"
+
+
+def not_improved(rounds_json: str) -> str:
+    """Why the default was kept, in the words of what the verdict's rounds measured.
+
+    The best candidate (lowest median, as ``search.summarize`` picks it) against the default: slower
+    beyond the noise band in every round is not "within noise", and a gain shown in some rounds only
+    is neither.
+    """
+    times = json.loads(rounds_json)
+    timed = [r for r in times[1:] if any(t is not None for t in r)]
+    best = min(timed, key=lambda r: statistics.median(t for t in r if t is not None), default=None)
+    comparison = stats.compare(times[0], best) if best else None
+    if comparison is None:
+        return "no improvement (not every round timed)"
+    if comparison.outcome == stats.SLOWER:
+        return SLOWER
+    if comparison.outcome == stats.WITHIN_NOISE and abs(math.log(comparison.speedup)) > math.log1p(comparison.band):
+        if comparison.speedup > 1:
+            return f"no improvement (best candidate faster in {comparison.wins} of {comparison.rounds} rounds only)"
+        slower = comparison.rounds - comparison.wins
+        return f"no improvement (best candidate slower in {slower} of {comparison.rounds} rounds)"
+    return WITHIN_NOISE
 
 
 def _fmt(value: float | None, pattern: str) -> str:

@@ -314,6 +314,11 @@ CASES = [
     (["report", Q, "--gpu", "B200", "--out", "rep"], "has no studies on a GPU matching"),
     (["report", CLOSED_PG], "cannot connect"),
     (["report", Q, "--out", "afile"], "exists and is not a folder"),
+    (["report", Q, "--heuristics", "missing.yaml", "--out", "rep"], "cannot read heuristic file"),
+    (["report", Q, "--heuristics", "adir", "--out", "rep"], "is a directory"),
+    (["report", Q, "--heuristics", "junk.yaml", "--out", "rep"], "not a YAML text file"),
+    (["report", Q, "--heuristics", "h_format.yaml", "--out", "rep"], "format is"),
+    (["report", "empty.sqlite", "--heuristics", H, "--out", "rep"], "no validation records"),
     # -- crossmeasure
     (["crossmeasure", "adir"], "is a directory"),
     (["crossmeasure", "trunc.sqlite"], "not a readable SQLite database"),

@@ -22,7 +22,6 @@ LONG_MODULES: dict[str, tuple[int, str]] = {}
 # "module.py:function" -> (lines it may keep, why).
 LONG_FUNCTIONS = {
     "evidence.py:_study_point": (84, "one study's evidence, read in one pass; owned by the distill work"),
-    "report.py:build": (87, "the report's figures in page order; owned by the report work"),
 }
 
 # What the command line may import from the package: the application layer, the parsers of argument

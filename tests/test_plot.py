@@ -123,19 +123,6 @@ def test_plot_bandwidth_series(quack, llm):
     assert {"Inductor default (M=8192)", "best found (M=32768)"} <= labels
 
 
-def test_plot_config_field(quack):
-    choices = plot.config_choices(quack)
-    ax = plot.plot_config_field(_ax(), choices, "softmax_fwd", "num_warps", legend=True)
-    labels = [c.get_label() for c in ax.collections]
-    assert "Inductor default" in labels and "best found" in labels
-    default = ax.collections[labels.index("Inductor default")]
-    expected = sorted((c.cols, c.num_warps) for c in choices if c.kernel == "softmax_fwd" and c.source == "default")
-    assert sorted(map(tuple, default.get_offsets().tolist())) == [tuple(map(float, e)) for e in expected]
-    assert ax.get_legend() is not None
-    persistent = plot.plot_config_field(_ax(), choices, "softmax_fwd", "persistent")
-    assert [t.get_text() for t in persistent.get_yticklabels()] == ["looped", "persistent"]
-
-
 def test_speedup_heatmap(quack):
     points = plot.shape_points(quack)
     ax = plot.plot_speedup_heatmap(_ax(), points)

@@ -21,17 +21,25 @@ def show(db: str, gpu: str | None = None, kernel: str | None = None) -> list:
     return rows
 
 
-def report(db: str, out: str | None = None, gpu: str | None = None):
-    """Figures and one HTML page for a database, into ``out`` (default reports/<database name>/)."""
+def report(db: str, out: str | None = None, gpu: str | None = None, heuristics: str | None = None):
+    """Figures and one HTML page for a database, into ``out`` (default reports/<database name>/);
+    ``heuristics``: a heuristic file to picture, whose validation runs alone are drawn."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only; never open a window (or need a display)
-    from ..report import ReportError, build
+    from ..report import HeuristicFile, ReportError, build
 
+    # Read before anything is written: a file that does not parse leaves no half-made report behind.
+    if heuristics:
+        from ..heuristics import load
+
+        heur = HeuristicFile(heuristics, load(heuristics))
+    else:
+        heur = None
     out = out or os.path.join("reports", os.path.splitext(os.path.basename(db.split("://")[-1]))[0])
     check_out_folder(out)
     try:
-        return build(db, out, gpu=gpu)
+        return build(db, out, gpu=gpu, heuristics=heur)
     except ReportError as exc:
         raise AppError(str(exc)) from None
     except OSError as exc:
