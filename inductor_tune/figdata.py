@@ -17,6 +17,8 @@ from typing import Any, Callable, Sequence
 
 from .records import Outcome
 from .show import study_row  # the same default/best GB/s as `inductor-tune show`, by construction
+from .dbfiles import url_of
+from .runtime.launch import choices_for_slot
 from .space import KernelSlot, SearchSpace, TrialConfig
 from .store import Store
 
@@ -136,7 +138,7 @@ class GpuComparison:
 
 def open_store(db: str) -> Store:
     """A read-only view of a database file or URL; StoreError if it holds no inductor_tune tables."""
-    return Store(db if "://" in db else f"sqlite:///{db}", create=False)
+    return Store(url_of(db), create=False)
 
 
 def gpus(store: Store) -> list[GpuInfo]:
@@ -212,15 +214,8 @@ def _default_choice(study, default_rec, pick) -> SlotChoice | None:
         return None
     slots = [KernelSlot(**s) for s in json.loads(default_rec.slots_json)]
     slot = pick(slots, study.rows, study.cols)
-    from .kernels import next_pow2
-
-    def fits(choice, s: KernelSlot) -> bool:
-        hints, cfg = choice["size_hints"], choice["config"]
-        persistent = "PERSISTENT" in choice["heuristic"]
-        return (hints.get("x") == next_pow2(s.xnumel) and hints.get("r0_") == next_pow2(s.rnumel)
-                and ("RSPLIT_SIZE" in cfg) == s.mix_order and persistent == s.default_persistent)
-
-    choices = [c for c in json.loads(default_rec.inductor_choice_json) if fits(c, slot)]
+    choices = [c for c in choices_for_slot(json.loads(default_rec.inductor_choice_json), slot)
+               if ("PERSISTENT" in c["heuristic"]) == slot.default_persistent]
     twins = [s for s in slots if fits_same(s, slot)]
     if not choices:
         log.info("%s: no Inductor choice matches slot %s", study.name, slot.key)
