@@ -1,6 +1,11 @@
 """`inductor-tune patch`: the diff applies to a pristine copy of the installed torch, and the patched
 functions, imported from that copy, return the distilled configs under fake device properties, for
-the kernels whose signature (fused reductions, forward or backward graph) the rule names only."""
+the kernels whose signature (fused reductions, forward or backward graph) the rule names only.
+
+On torch 2.14 and later the config functions are the installed ones, asking Inductor's heuristics
+registry, where the patch's reduction heuristic is registered (or not: ``_registry_as``)."""
+
+import contextlib
 
 import ast
 import dataclasses
@@ -23,14 +28,21 @@ from torch._inductor.runtime.hints import DeviceProperties, ReductionHint
 from inductor_tune import cli, cpu_codegen, heuristics, kernels, torch_rules
 from inductor_tune import patch as patch_mod
 from inductor_tune.heuristics import RuleSpec
+from inductor_tune.runtime import versions
 from inductor_tune.space import SlotConfig
 
-FILES = (
-    "torch/version.py", "torch/_inductor/choices.py", "torch/_inductor/codegen/simd.py",
-    "torch/_inductor/codegen/triton.py", "torch/_inductor/runtime/triton_heuristics.py",
+INSTALLED = patch_mod.check_version(torch.__version__)
+REGISTRY = INSTALLED >= versions.REGISTRY_TORCH  # the patch registers a reduction heuristic
+HOOKED = tuple(sorted({hook.path for hook in patch_mod.hooks_for(INSTALLED)}))
+FILES = ("torch/version.py", *HOOKED)
+TH, CHOICES, SIMD, CODEGEN = (
+    "torch/_inductor/runtime/triton_heuristics.py", "torch/_inductor/choices.py", "torch/_inductor/codegen/simd.py",
+    "torch/_inductor/codegen/triton.py",
 )
-TH, CHOICES, SIMD, CODEGEN = FILES[4], FILES[1], FILES[2], FILES[3]
+NEW_FILES = (patch_mod.RULES_PATH, patch_mod.REGISTRY_PATH) if REGISTRY else (patch_mod.RULES_PATH,)
 RULES_MODULE = "torch._inductor.runtime.distilled_reduction_rules"
+REGISTRY_MODULE = "torch._inductor.heuristics.triton_codegen.distilled_reduction"
+REGISTRY_KEY = ("reduction", "cuda", None)
 PATCHED = {  # the patched copies of Inductor's modules, loaded beside the installed ones
     "th": ("torch._inductor.runtime._patched_th", TH),
     "choices": ("torch._inductor._patched_choices", CHOICES),
@@ -99,9 +111,48 @@ def patched(heur, tmp_path_factory):
     mods = types.SimpleNamespace(root=root, rules=rules, **{
         attr: _load(name, os.path.join(root, path)) for attr, (name, path) in PATCHED.items()
     })
-    yield mods
-    for name in (RULES_MODULE, *(name for name, _ in PATCHED.values())):
-        del sys.modules[name]
+    with _registry_snapshot():
+        if REGISTRY:  # registers itself on import, as the patched triton_codegen/__init__.py imports it
+            _DISTILLED.append(_load(REGISTRY_MODULE, os.path.join(root, patch_mod.REGISTRY_PATH)))
+        yield mods
+    _DISTILLED.clear()
+    for name in (RULES_MODULE, *(name for name, _ in PATCHED.values()), REGISTRY_MODULE):
+        sys.modules.pop(name, None)
+
+
+_DISTILLED: list = []  # the patch's registry module while the `patched` fixture is up (torch 2.14 on)
+
+
+@contextlib.contextmanager
+def _registry_snapshot():
+    """Inductor's heuristics registry as it was, afterwards (a no-op before torch 2.14)."""
+    if not REGISTRY:
+        yield
+        return
+    from torch._inductor.heuristics import registry
+
+    saved = dict(registry._HEURISTIC_REGISTRY)
+    try:
+        yield
+    finally:
+        registry._HEURISTIC_REGISTRY.clear()
+        registry._HEURISTIC_REGISTRY.update(saved)
+        registry._HEURISTIC_CACHE.clear()
+
+
+@contextlib.contextmanager
+def _registry_as(module):
+    """The registry the config functions of ``module`` (a patched or the pristine triton_heuristics) see:
+    the patch's reduction heuristic registered for the patched one, Inductor's alone for the pristine."""
+    with _registry_snapshot():
+        if REGISTRY:
+            from torch._inductor.heuristics import registry
+
+            registry._HEURISTIC_REGISTRY.pop(REGISTRY_KEY, None)
+            if module.__name__ == PATCHED["th"][0]:
+                registry._HEURISTIC_REGISTRY[REGISTRY_KEY] = _DISTILLED[0].DistilledReductionHeuristic
+            registry._HEURISTIC_CACHE.clear()
+        yield
 
 
 def _props(cc=90, sms=132):
@@ -122,7 +173,8 @@ def _configs(th, rule, device, signature=SIGNATURE, reductions="rule"):
     if rule.kind == "mix_order":
         meta["RSPLIT_SIZE"] = rule.RSPLIT_SIZE
     heuristic = th.persistent_reduction if rule.persistent else th.reduction
-    with mock.patch("torch.cuda.is_available", lambda: True):  # the CUDA branch of Inductor's heuristics
+    # the CUDA branch of Inductor's heuristics (torch 2.13 asks torch.cuda, 2.14 the device's type)
+    with mock.patch("torch.cuda.is_available", lambda: True), _registry_as(th):
         configs = heuristic(
             size_hints={"x": rule.xnumel[1], "r0_": rule.rnumel[0]}, reduction_hint=ReductionHint.INNER,
             triton_meta={"device": device, "signature": signature}, filename=None, inductor_meta=meta,
@@ -151,8 +203,8 @@ def test_patch_applies_cleanly_to_a_pristine_copy_of_the_installed_torch(heur, t
     if shutil.which("patch"):
         gnu = subprocess.run(["patch", "-p1", "--dry-run", "-i", str(path)], cwd=root, capture_output=True, text=True)
         assert gnu.returncode == 0, gnu.stdout + gnu.stderr
-    assert text.count("diff --git") == 5 and "new file mode" in text
-    assert sorted(re.findall(r"^diff --git a/(\S+) ", text, re.M)) == sorted([patch_mod.RULES_PATH, *FILES[1:]])
+    assert text.count("diff --git") == len(NEW_FILES) + len(HOOKED) and text.count("new file mode") == len(NEW_FILES)
+    assert sorted(re.findall(r"^diff --git a/(\S+) ", text, re.M)) == sorted([*NEW_FILES, *HOOKED])
 
 
 def test_each_hook_is_readable_in_its_hunk_and_the_table_shows_the_rules(heur):
@@ -246,6 +298,7 @@ def _features(rnumel, xnumel, signature):
         reduction_numel=sympy.Integer(rnumel), numel=sympy.Integer(xnumel), scheduler_nodes=lambda: [node],
         get_reduction_hint=lambda *a: ReductionHint.INNER, buf_accesses=lambda: {"x": [], "weight": []},
         reduction_nodes=lambda: _nodes(signature),
+        strict_sum_rblock=lambda: None,  # torch 2.14: no sum planned by numerics="strict"
     )
 
 
@@ -287,6 +340,7 @@ def _autotuner(th, results, fallback, compiled):
     fake = types.SimpleNamespace(
         launchers=[], compile_results=list(results), configs=None, fn=types.SimpleNamespace(__name__="triton_k_0"),
         triton_meta={"device": 0}, inductor_meta={} if fallback is None else {"distilled_fallback": fallback},
+        device_props=types.SimpleNamespace(type="cuda"),  # torch 2.14 resolves the device to load on from it
         get_device_interface=lambda: types.SimpleNamespace(exchange_device=lambda i: 0, maybe_exchange_device=lambda i: 0),
     )
     fake._make_launcher = lambda result: result()  # (launcher, None) or (None, exception)
@@ -375,7 +429,7 @@ def _decorator_configs(module, source: str, **meta):
     (``meta`` overrides entries of the kernel's inductor_meta)."""
     heuristic, kwargs = _decorator_args(source)
     kwargs["inductor_meta"] = {**kwargs["inductor_meta"], **meta}
-    with mock.patch("torch.cuda.is_available", lambda: True):
+    with mock.patch("torch.cuda.is_available", lambda: True), _registry_as(module):
         configs = getattr(module, heuristic)(filename=None, return_configs=True, **kwargs)
     return heuristic, [(dict(c.kwargs), c.num_warps, c.num_stages) for c in configs]
 
@@ -495,9 +549,10 @@ def test_unsupported_torch_version_is_refused_in_one_line(heur, tmp_path):
     root = _pristine(tmp_path)
     version_py = os.path.join(root, "torch", "version.py")
     text = open(version_py).read()
-    open(version_py, "w").write(re.sub(r"__version__ = '[^']+'", "__version__ = '2.12.0'", text))
-    with pytest.raises(patch_mod.PatchError, match=r"^torch 2\.12\.0 is not supported: .*2\.11 and 2\.13$"):
-        patch_mod.generate(heur, root)
+    for refused in ("2.12.0", "2.15.0", "2.10.2"):
+        open(version_py, "w").write(re.sub(r"__version__ = '[^']+'", f"__version__ = '{refused}'", text))
+        with pytest.raises(patch_mod.PatchError, match=rf"^torch {refused} is not supported: .*2\.11, 2\.13 and 2\.14$"):
+            patch_mod.generate(heur, root)
 
 
 _META_213 = 'out["RSPLIT_SIZE"] = self.rsplit_size'
@@ -524,7 +579,7 @@ def test_the_signature_hook_follows_each_torch_versions_inductor_meta(heur, tmp_
     root = _pristine(tmp_path)
     path = os.path.join(root, CODEGEN)
     text = open(path).read()
-    assert _META_213 in text and _META_211 not in text  # the installed torch is 2.13
+    assert _META_213 in text and _META_211 not in text  # the installed torch is 2.13 or 2.14
     hunk = lambda diff: diff.split(f"diff --git a/{CODEGEN}")[1].split("diff --git")[0]  # noqa: E731
     assert '+            out["reduction_signature"] = ' in hunk(patch_mod.generate(heur, root)[0])
     open(path, "w").write(text.replace(_META_213, _META_211))  # the 2.11 form of the same lines
@@ -556,8 +611,8 @@ def test_cli_patch_writes_the_file_and_reports_errors_in_one_line(heur, tmp_path
     before = out.read_text()
     assert cli.main(["patch", str(hfile), "--out", str(out), "--torch-root", root]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["inductor-tune: error: torch 2.9.1 is not supported: the patch generator knows the Inductor "
-                   "sources of torch 2.11 and 2.13"]
+    assert err == ["inductor-tune: error: torch 2.9.1 is not supported: inductor_tune knows the Inductor "
+                   "sources of torch 2.11, 2.13 and 2.14"]
     assert out.read_text() == before  # an error never touches an existing output
 
 
@@ -579,7 +634,7 @@ def test_no_hook_rebinds_a_name_of_the_function_it_sits_in():
     `signature` in 2.11's codegen_kernel); only `configs`, the list a config hook replaces, may be."""
     root = patch_mod.installed_torch_root()
     checked = 0
-    for hook in patch_mod.HOOKS:
+    for hook in patch_mod.hooks_for(INSTALLED):
         with open(os.path.join(root, hook.path)) as fh:
             source = fh.read()
         for anchor, code in hook.choices():
@@ -588,10 +643,11 @@ def test_no_hook_rebinds_a_name_of_the_function_it_sits_in():
             line = source[: source.index(anchor) + len(anchor)].count("\n")  # the hook's first line, 0-based
             tree = ast.parse(source)
             host = min((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                        and f.lineno <= line <= f.end_lineno), key=lambda f: f.end_lineno - f.lineno)
+                        and f.lineno <= line <= f.end_lineno), key=lambda f: f.end_lineno - f.lineno,
+                       default=tree)  # an import at module level: the module's own names
             used = {n.id for n in ast.walk(host) if isinstance(n, ast.Name)}
             used |= {a.arg for a in ast.walk(host) if isinstance(a, ast.arg)}
             clash = (_assigned(code) & used) - {"configs"}
-            assert not clash, f"{hook.what}: the hook rebinds {sorted(clash)} of {host.name}"
+            assert not clash, f"{hook.what}: the hook rebinds {sorted(clash)} of {getattr(host, 'name', hook.path)}"
             checked += 1
-    assert checked == len(patch_mod.HOOKS)
+    assert checked == len(patch_mod.hooks_for(INSTALLED))
