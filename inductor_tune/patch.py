@@ -5,16 +5,18 @@ The patch adds ``torch/_inductor/runtime/distilled_reduction_rules.py`` (the tex
 rule) and one small hook at each place Inductor makes a decision the rules cover:
 
 * ``choices.py``, ``InductorChoices.should_use_persistent_reduction``: the persistent threshold;
-* ``runtime/triton_heuristics.py``, ``reduction`` and ``persistent_reduction``: the launch config of
-  looped, persistent and fused mix-order kernels;
+* the launch config of looped, persistent and fused mix-order kernels: up to torch 2.13 hooks in
+  ``runtime/triton_heuristics.py``'s ``reduction`` and ``persistent_reduction``, from 2.14 on a reduction
+  heuristic registered with Inductor's heuristics registry (``patch_hooks.REGISTRY_MODULE``);
 * ``codegen/simd.py``, ``_codegen_mix_order_reduction``: the mix-order split size;
 * ``codegen/triton.py``, where a kernel's ``inductor_meta`` is built: the kernel's signature (the
   reductions it fuses, forward or backward graph), which the rules key on and the config functions
   cannot see otherwise.
 
 Every hook returns to Inductor's own code when the rules module says None, which it does on any GPU
-but the one the rules were measured on.  The hooks are anchored on source snippets checked against
-torch 2.11 and 2.13; a source without them exactly once is refused rather than patched blindly.
+but the one the rules were measured on.  The hooks (``patch_hooks``) are anchored on source snippets
+checked against each torch of ``runtime.versions.SUPPORTED_TORCH``; a source without them exactly once
+is refused rather than patched blindly.
 """
 
 from __future__ import annotations
@@ -26,159 +28,14 @@ import inspect
 import os
 import re
 
-from .runtime import torch_rules
+from .patch_hooks import HOOKS, REGISTRY_MODULE, REGISTRY_PATH, RULES_PATH, Hook, hooks_for  # noqa: F401
+from .runtime import torch_rules, versions
 from .runtime.rulefile import _is_signature, gpu_problem
 from .runtime.rules import Heuristics
-
-SUPPORTED_TORCH = ((2, 11), (2, 13))
-RULES_PATH = "torch/_inductor/runtime/distilled_reduction_rules.py"
-_HOOK = "# Per-GPU distilled rule (runtime/distilled_reduction_rules.py); None keeps Inductor's own choice."
 
 
 class PatchError(RuntimeError):
     """A torch tree the generator cannot patch safely; the message is one line."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Hook:
-    path: str
-    anchor: str  # must occur exactly once; the hook goes right after it
-    code: str
-    what: str
-    # Other (anchor, code) pairs for torch versions whose source differs there; exactly one of all the
-    # anchors must be found, exactly once.
-    variants: tuple[tuple[str, str], ...] = ()
-
-    def choices(self) -> tuple[tuple[str, str], ...]:
-        return ((self.anchor, self.code), *self.variants)
-
-
-def _meta_hook(target: str) -> str:
-    return f"""        # Per-GPU distilled rules (runtime/distilled_reduction_rules.py) key on the fused reductions,
-        # on what the kernel reads, writes and computes, and on the GPU's name.
-        # (Names distinct from codegen_kernel's own locals, e.g. its `signature` of kernel arguments.)
-        from ..runtime.distilled_reduction_rules import reduction_device as _distilled_device
-        from ..runtime.distilled_reduction_rules import reduction_envelope as _distilled_envelope
-        from ..runtime.distilled_reduction_rules import reduction_signature as _distilled_signature
-        from ..runtime.distilled_reduction_rules import reduction_sizes as _distilled_sizes
-
-        if distilled_signature := _distilled_signature(getattr(self, "features", None)):
-            {target}["reduction_signature"] = distilled_signature
-        if distilled_envelope := _distilled_envelope(getattr(self, "features", None)):
-            {target}["reduction_envelope"] = distilled_envelope
-        if distilled_device := _distilled_device(getattr(self, "features", None)):
-            {target}["reduction_device"] = distilled_device
-        if distilled_sizes := _distilled_sizes(getattr(self, "features", None)):
-            {target}["reduction_sizes"] = distilled_sizes
-"""
-
-
-def _fallback_hook(indent: str, configs_then: str) -> str:
-    return f"""{indent}# A distilled rule's config that does not compile or load: Inductor's own configs instead.
-{indent}from .distilled_reduction_rules import fallback_configs
-
-{indent}if not {configs_then} and (distilled_fallback := fallback_configs(self, exc)) is not None:
-"""
-
-
-# Inductor's configs go through the same compile loop, which skips those that do not fit either.
-_RECOMPILE = "            self.configs = distilled_fallback\n            return self._precompile_worker()\n"
-
-HOOKS = (
-    Hook(
-        "torch/_inductor/choices.py",
-        "        if not config.triton.persistent_reductions:\n            return False\n",
-        f"""        {_HOOK}
-        from .runtime.distilled_reduction_rules import persistent_decision
-
-        distilled = persistent_decision(features, cooperative_reduction)
-        if distilled is not None:
-            return distilled
-""",
-        "the persistent_reductions check in InductorChoices.should_use_persistent_reduction",
-    ),
-    Hook(
-        "torch/_inductor/runtime/triton_heuristics.py",
-        "    configs = _reduction_configs(\n        size_hints=size_hints,\n        inductor_meta=inductor_meta,\n"
-        "        triton_meta=triton_meta,\n        num_dynamic=num_dynamic,\n    )\n",
-        f"""    {_HOOK}
-    from .distilled_reduction_rules import keep_fallback, looped_config
-
-    if (distilled := looped_config(size_hints, inductor_meta, triton_meta)) is not None:
-        configs = keep_fallback(distilled, configs, inductor_meta)
-""",
-        "the _reduction_configs call in reduction()",
-    ),
-    Hook(
-        "torch/_inductor/runtime/triton_heuristics.py",
-        "    configs = _persistent_reduction_configs(\n        size_hints, reduction_hint, inductor_meta, triton_meta\n    )\n",
-        f"""    {_HOOK}
-    from .distilled_reduction_rules import keep_fallback, mix_order_config, persistent_config
-
-    if (distilled := persistent_config(size_hints, reduction_hint, inductor_meta, triton_meta)) is not None:
-        configs = keep_fallback(distilled, configs, inductor_meta)
-""",
-        "the _persistent_reduction_configs call in persistent_reduction()",
-    ),
-    Hook(
-        "torch/_inductor/runtime/triton_heuristics.py",
-        "        configs = unique_configs(new_configs)\n",
-        """        # The fused mix-order kernel's XBLOCK, NUM_STAGES and warps from the distilled rule.
-        if (distilled := mix_order_config(size_hints, reduction_hint, inductor_meta, triton_meta)) is not None:
-            configs = keep_fallback(distilled, configs, inductor_meta)
-""",
-        "the RSPLIT_SIZE (mix-order) block of persistent_reduction()",
-    ),
-    Hook(
-        "torch/_inductor/runtime/triton_heuristics.py",
-        "            except (OutOfResources, PTXASError, IntelGPUError) as e:\n                exc = e\n",  # 2.13
-        _fallback_hook("        ", "compile_results") + _RECOMPILE,
-        "the compile loop of CachingAutotuner._precompile_worker",
-        variants=((  # 2.11
-            "            except (OutOfResources, PTXASError) as e:\n                exc = e\n",
-            _fallback_hook("        ", "compile_results") + _RECOMPILE,
-        ),),
-    ),
-    Hook(
-        "torch/_inductor/runtime/triton_heuristics.py",
-        "                if launcher is not None:\n                    launchers.append(launcher)\n",  # 2.13
-        _fallback_hook("            ", "launchers")
-        + "                self.compile_results, self.configs = [], distilled_fallback\n"
-        "                self._precompile_worker()\n                return self._make_launchers()\n",
-        "the launcher loop of CachingAutotuner._make_launchers",
-        variants=((  # 2.11
-            "                except (OutOfResources, PTXASError, torch.cuda.OutOfMemoryError) as e:\n"
-            "                    exc = e\n",
-            _fallback_hook("        ", "launchers")
-            + "            self.compile_results, self.configs = [], distilled_fallback\n"
-            "            self._precompile_worker()\n            return self._make_launchers()\n",
-        ),),
-    ),
-    Hook(
-        "torch/_inductor/codegen/simd.py",
-        "            if config.triton.mix_order_reduction_split_size is not None:\n"
-        "                return config.triton.mix_order_reduction_split_size\n",
-        f"""
-            {_HOOK}
-            from ..runtime.distilled_reduction_rules import mix_order_split_size
-
-            distilled = mix_order_split_size(node1, numel, rnumel)
-            if distilled is not None:
-                return distilled
-""",
-        "the split-size override in _codegen_mix_order_reduction",
-    ),
-    Hook(
-        "torch/_inductor/codegen/triton.py",
-        '        if self.mix_order_reduction:\n            out["RSPLIT_SIZE"] = self.rsplit_size\n',  # 2.13
-        _meta_hook("out"),
-        "the RSPLIT_SIZE entry of a kernel's inductor_meta",
-        variants=((  # 2.11 builds inductor_meta inline in codegen_kernel
-            '        if self.mix_order_reduction:\n            inductor_meta["RSPLIT_SIZE"] = self.rsplit_size\n',
-            _meta_hook("inductor_meta"),
-        ),),
-    ),
-)
 
 
 def installed_torch_root() -> str:
@@ -200,14 +57,15 @@ def torch_version(root: str) -> str:
     return found.group(1)
 
 
-def check_version(version: str) -> None:
-    match = re.match(r"(\d+)\.(\d+)", version)
-    if not match:
+def check_version(version: str) -> tuple[int, int]:
+    """The (major, minor) of a torch the generator knows the sources of; PatchError for any other."""
+    found = versions.version_tuple(version)
+    if found is None:
         raise PatchError(f"torch version {version!r} is not like 2.13.0; not a torch tree the generator knows")
-    major, minor = (int(v) for v in match.groups())
-    if (major, minor) not in SUPPORTED_TORCH:
-        known = " and ".join(f"{a}.{b}" for a, b in SUPPORTED_TORCH)
-        raise PatchError(f"torch {version} is not supported: the patch generator knows the Inductor sources of torch {known}")
+    problem = versions.refusal(version)
+    if problem:
+        raise PatchError(problem)
+    return found
 
 
 def check_data(heur: Heuristics) -> None:
@@ -315,18 +173,10 @@ def _diff(path: str, old: str | None, new: str) -> str:
     return head + "".join(body)
 
 
-def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]:
-    """(unified diff, torch version) against the torch tree at ``torch_root`` (default: installed)."""
-    check_data(heur)
-    root = torch_root or installed_torch_root()
-    version = torch_version(root)
-    check_version(version)
-    if not heur.table().rules:
-        raise PatchError("the heuristic file has no config rules (all keep the default): nothing to patch")
-    if os.path.exists(os.path.join(root, RULES_PATH)):
-        raise PatchError(f"{os.path.join(root, RULES_PATH)} exists: this torch is already patched")
+def _patched_sources(root: str, version: str, hooks: tuple[Hook, ...]) -> tuple[dict[str, str], dict[str, str]]:
+    """(pristine, patched) text of every file the hooks change."""
     sources: dict[str, str] = {}
-    for hook in HOOKS:
+    for hook in hooks:
         if hook.path not in sources:
             try:
                 with open(os.path.join(root, hook.path)) as fh:
@@ -336,7 +186,7 @@ def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]
             except UnicodeDecodeError:
                 raise PatchError(f"torch {version}: {hook.path} is not UTF-8 Python source") from None
     patched = dict(sources)
-    for hook in HOOKS:
+    for hook in hooks:
         counts = [(sources[hook.path].count(anchor), anchor, code) for anchor, code in hook.choices()]
         found = [(anchor, code) for count, anchor, code in counts if count]
         if len(found) != 1 or sum(count for count, _, _ in counts) != 1:
@@ -346,6 +196,24 @@ def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]
             )
         ((anchor, code),) = found
         patched[hook.path] = patched[hook.path].replace(anchor, anchor + code)
+    return sources, patched
+
+
+def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]:
+    """(unified diff, torch version) against the torch tree at ``torch_root`` (default: installed)."""
+    check_data(heur)
+    root = torch_root or installed_torch_root()
+    version = torch_version(root)
+    release = check_version(version)
+    if not heur.table().rules:
+        raise PatchError("the heuristic file has no config rules (all keep the default): nothing to patch")
+    new_files = {RULES_PATH: rules_module(heur, version)}
+    if release >= versions.REGISTRY_TORCH:
+        new_files[REGISTRY_PATH] = REGISTRY_MODULE
+    for path in new_files:
+        if os.path.exists(os.path.join(root, path)):
+            raise PatchError(f"{os.path.join(root, path)} exists: this torch is already patched")
+    sources, patched = _patched_sources(root, version, hooks_for(release))
     # Text before the first "diff --git" is commentary to git apply; a line break in it could start
     # another file's diff, so only plain text goes there (check_data refused anything else already).
     header = (
@@ -355,7 +223,7 @@ def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]
         "Apply in the folder that holds torch/: git apply --check <this file> && git apply <this file>\n"
         "(or patch -p1 < <this file>).  Other GPUs keep Inductor's behaviour.\n\n"
     )
-    diffs = [_diff(RULES_PATH, None, rules_module(heur, version))]
+    diffs = [_diff(path, None, text) for path, text in new_files.items()]
     diffs += [_diff(path, sources[path], patched[path]) for path in sorted(sources)]
     return header + "".join(diffs), version
 

@@ -17,6 +17,7 @@ from unittest import mock
 import distill_fixtures as fx
 import pytest
 import torch
+import torch._inductor.config as inductor_config
 import yaml
 
 import inductor_tune
@@ -317,6 +318,49 @@ def test_bad_heuristic_files_fail_in_one_line(edit, message, tmp_path):
     with pytest.raises(HeuristicsError) as err:
         inductor_tune.install(str(path))
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("version", ["2.12.0+cu128", "2.15.0", "2.10.1"])
+def test_install_refuses_an_unchecked_torch_in_one_line(monkeypatch, device, version):
+    device.props = H200
+    before = _hooks()
+    monkeypatch.setattr(torch, "__version__", version)
+    with pytest.raises(choices.UnsupportedTorch) as err:
+        inductor_tune.install(H200_FILE)
+    assert str(err.value) == (f"torch {version} is not supported: inductor_tune knows the Inductor sources of "
+                              "torch 2.11, 2.13 and 2.14")
+    assert _hooks() == before and registry.installed_table() is None
+
+
+@pytest.mark.skipif(not hasattr(inductor_config, "numerics"), reason="numerics='strict' is new in torch 2.14")
+def test_rules_step_back_under_strict_numerics(device):
+    """torch 2.14's numerics="strict" plans the reduction order of its sums; the rules, which change the
+    blocks a row is reduced in, keep out of such compiles as they do under deterministic mode."""
+    device.props = H200
+    fn = kernels.get_kernel("rmsnorm_fwd").build(torch.float32)
+    with inductor_tune.install(H200_FILE):
+        (src,) = cpu_codegen.generate_sources(fn, RMS_2048)
+        assert FIXED.findall(src)
+        with inductor_config.patch(numerics="strict"):
+            (src,) = cpu_codegen.generate_sources(fn, RMS_2048)
+        assert not FIXED.findall(src)
+
+
+def test_a_rule_leaves_the_persistent_choice_inductor_forces_alone(monkeypatch):
+    """Inductor forces a kernel persistent where only that works (sort; torch 2.14's strict multi-row sums)
+    before the hook runs; a looped rule of the kernel's size must not undo it, and applies otherwise."""
+    from inductor_tune import torch_rules
+    from inductor_tune.runtime import hook
+
+    rule = torch_rules.Rule("inner_looped", 2, (2048, 2048), ALL_ROWS, False, XBLOCK=2, num_warps=8, R0_BLOCK=1024)
+    monkeypatch.setattr(registry, "installed_table", lambda: torch_rules.Table("NVIDIA H200", 90, 132, (rule,)))
+    monkeypatch.setattr(torch_rules, "rule_for_features", lambda features, mix, table: rule)
+    monkeypatch.setattr(torch_rules, "envelope_of_features", lambda features: None)
+    features = types.SimpleNamespace(numel=8192, reduction_numel=2048)
+    forced = {"override_persistent_reduction": True}
+    assert hook.apply_rules(features, [{"x": 8192, "r0_": 2048}], forced) == forced
+    got = hook.apply_rules(features, [{"x": 8192, "r0_": 2048}], {})
+    assert got["override_persistent_reduction"] is False and got["fixed_config"].config["R0_BLOCK"] == 1024
 
 
 def _run_python(code: str, env_file: str) -> subprocess.CompletedProcess:

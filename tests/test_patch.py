@@ -1,36 +1,36 @@
-"""`inductor-tune patch`: the diff applies to a pristine copy of the installed torch, and the patched
-functions, imported from that copy, return the distilled configs under fake device properties, for
-the kernels whose signature (fused reductions, forward or backward graph) the rule names only."""
+"""`inductor-tune patch`: the patched functions, imported from a patched copy of the installed torch's files,
+return the distilled configs under fake device properties, for the kernels whose signature (fused
+reductions, forward or backward graph) the rule names only.
+
+On torch 2.14 and later the config functions are the installed ones, asking Inductor's heuristics
+registry, where the patch's reduction heuristic is registered (or not: ``_registry_as``).
+tests/test_patch_sources.py checks the diff against the sources; tests/test_patch_torch.py a whole
+patched torch against `install`."""
 
 import ast
-import dataclasses
+import contextlib
 import importlib.util
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
 import types
 from unittest import mock
 
-import distill_fixtures as fx
 import pytest
 import sympy
 import torch
+from patch_fixtures import CHOICES, CODEGEN, REGISTRY, SIMD, TH, h200_with_rules
+from patch_fixtures import pristine as _pristine
 from torch._inductor.runtime.hints import DeviceProperties, ReductionHint
 
-from inductor_tune import cli, cpu_codegen, heuristics, kernels, torch_rules
+from inductor_tune import cpu_codegen, kernels, torch_rules
 from inductor_tune import patch as patch_mod
-from inductor_tune.heuristics import RuleSpec
-from inductor_tune.space import SlotConfig
 
-FILES = (
-    "torch/version.py", "torch/_inductor/choices.py", "torch/_inductor/codegen/simd.py",
-    "torch/_inductor/codegen/triton.py", "torch/_inductor/runtime/triton_heuristics.py",
-)
-TH, CHOICES, SIMD, CODEGEN = FILES[4], FILES[1], FILES[2], FILES[3]
 RULES_MODULE = "torch._inductor.runtime.distilled_reduction_rules"
+REGISTRY_MODULE = "torch._inductor.heuristics.triton_codegen.distilled_reduction"
+REGISTRY_KEY = ("reduction", "cuda", None)
 PATCHED = {  # the patched copies of Inductor's modules, loaded beside the installed ones
     "th": ("torch._inductor.runtime._patched_th", TH),
     "choices": ("torch._inductor._patched_choices", CHOICES),
@@ -38,40 +38,6 @@ PATCHED = {  # the patched copies of Inductor's modules, loaded beside the insta
     "codegen": ("torch._inductor.codegen._patched_triton", CODEGEN),
 }
 SIGNATURE = {"in_ptr0": "*bf16", "in_ptr1": "*fp32", "out_ptr0": "*bf16", "xnumel": "i32", "r0_numel": "i32"}
-H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
-ALL_ROWS = (8192, 2**31)
-
-# One rule of every hook type, with configs from heuristics/h200.yaml (RMSNorm forward looped ->
-# persistent, LayerNorm forward looped config and persistent -> looped, the fused mix-order backward
-# of LayerNorm and of RMSNorm); the last one names no signature (a rule for any kernel).  The
-# mix-order rule signed "sum" (config of h200.yaml's LayerNorm backward rule at 4096) is what the CPU
-# harness sees of RMSNorm's backward: `_rms_backward` is compiled as a forward graph here, so its
-# signature carries no "@backward" (see test_patched_torch_generates_the_rules_kernels_end_to_end).
-RULES = (
-    # a candidate of h200.yaml's rule there (and h200-holdout.yaml's rule); h200.yaml's own pick,
-    # XBLOCK=2 warps=8, is also what Inductor's persistent configs give for these size hints
-    RuleSpec("inner_looped", 2, (2048, 4096), ALL_ROWS, SlotConfig(True, 4, 4), reductions="sum"),
-    RuleSpec("inner_looped", 2, (4096, 4096), ALL_ROWS, SlotConfig(False, 2, 8, R0_BLOCK=1024, num_stages=4),
-             reductions="welford_reduce+welford_reduce"),
-    RuleSpec("inner_persistent", 2, (256, 256), (32768, 2**31), SlotConfig(False, 128, 16, R0_BLOCK=64, num_stages=2),
-             reductions="welford_reduce+welford_reduce"),
-    RuleSpec("mix_order", 2, (2048, 2048), ALL_ROWS, SlotConfig(True, 8, 8, RSPLIT_SIZE=128, NUM_STAGES=3),
-             reductions="sum+sum@backward"),
-    RuleSpec("mix_order", 2, (4096, 8192), ALL_ROWS, SlotConfig(True, 2, 8, RSPLIT_SIZE=16, NUM_STAGES=3),
-             reductions="sum@backward"),
-    RuleSpec("mix_order", 2, (2048, 2048), ALL_ROWS, SlotConfig(True, 4, 8, RSPLIT_SIZE=32, NUM_STAGES=3),
-             reductions="sum"),
-    # the verdict winner of layernorm_fwd 8192x5120 (a looped config), for any kernel
-    RuleSpec("inner_looped", 2, (8192, 8192), (8192, 32768), SlotConfig(False, 2, 8, R0_BLOCK=1024, num_stages=2)),
-)
-
-
-def _pristine(dest) -> str:
-    root = patch_mod.installed_torch_root()
-    for name in FILES:
-        os.makedirs(os.path.join(dest, os.path.dirname(name)), exist_ok=True)
-        shutil.copyfile(os.path.join(root, name), os.path.join(dest, name))
-    return str(dest)
 
 
 def _load(name: str, path: str):
@@ -84,7 +50,7 @@ def _load(name: str, path: str):
 
 @pytest.fixture(scope="module")
 def heur():
-    return dataclasses.replace(heuristics.load(H200_FILE), rules=RULES)
+    return h200_with_rules()
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +65,48 @@ def patched(heur, tmp_path_factory):
     mods = types.SimpleNamespace(root=root, rules=rules, **{
         attr: _load(name, os.path.join(root, path)) for attr, (name, path) in PATCHED.items()
     })
-    yield mods
-    for name in (RULES_MODULE, *(name for name, _ in PATCHED.values())):
-        del sys.modules[name]
+    with _registry_snapshot():
+        if REGISTRY:  # registers itself on import, as the patched triton_codegen/__init__.py imports it
+            _DISTILLED.append(_load(REGISTRY_MODULE, os.path.join(root, patch_mod.REGISTRY_PATH)))
+        yield mods
+    _DISTILLED.clear()
+    for name in (RULES_MODULE, *(name for name, _ in PATCHED.values()), REGISTRY_MODULE):
+        sys.modules.pop(name, None)
+
+
+_DISTILLED: list = []  # the patch's registry module while the `patched` fixture is up (torch 2.14 on)
+
+
+@contextlib.contextmanager
+def _registry_snapshot():
+    """Inductor's heuristics registry as it was, afterwards (a no-op before torch 2.14)."""
+    if not REGISTRY:
+        yield
+        return
+    from torch._inductor.heuristics import registry
+
+    saved = dict(registry._HEURISTIC_REGISTRY)
+    try:
+        yield
+    finally:
+        registry._HEURISTIC_REGISTRY.clear()
+        registry._HEURISTIC_REGISTRY.update(saved)
+        registry._HEURISTIC_CACHE.clear()
+
+
+@contextlib.contextmanager
+def _registry_as(module):
+    """The registry the config functions of ``module`` (a patched or the pristine triton_heuristics) see:
+    the patch's reduction heuristic registered for the patched one, Inductor's alone for the pristine."""
+    with _registry_snapshot():
+        if REGISTRY:
+            from torch._inductor.heuristics import registry
+
+            registry._HEURISTIC_REGISTRY.pop(REGISTRY_KEY, None)
+            if module.__name__ == PATCHED["th"][0]:
+                registry._HEURISTIC_REGISTRY[REGISTRY_KEY] = _DISTILLED[0].DistilledReductionHeuristic
+            registry._HEURISTIC_CACHE.clear()
+        yield
 
 
 def _props(cc=90, sms=132):
@@ -122,7 +127,8 @@ def _configs(th, rule, device, signature=SIGNATURE, reductions="rule"):
     if rule.kind == "mix_order":
         meta["RSPLIT_SIZE"] = rule.RSPLIT_SIZE
     heuristic = th.persistent_reduction if rule.persistent else th.reduction
-    with mock.patch("torch.cuda.is_available", lambda: True):  # the CUDA branch of Inductor's heuristics
+    # the CUDA branch of Inductor's heuristics (torch 2.13 asks torch.cuda, 2.14 the device's type)
+    with mock.patch("torch.cuda.is_available", lambda: True), _registry_as(th):
         configs = heuristic(
             size_hints={"x": rule.xnumel[1], "r0_": rule.rnumel[0]}, reduction_hint=ReductionHint.INNER,
             triton_meta={"device": device, "signature": signature}, filename=None, inductor_meta=meta,
@@ -138,37 +144,6 @@ def _expected(rule):
     if rule.RSPLIT_SIZE:
         kwargs.update(RSPLIT_SIZE=rule.RSPLIT_SIZE, NUM_STAGES=rule.NUM_STAGES)
     return [(kwargs, rule.num_warps, rule.num_stages if not rule.persistent else 1)]
-
-
-def test_patch_applies_cleanly_to_a_pristine_copy_of_the_installed_torch(heur, tmp_path):
-    text, version = patch_mod.generate(heur)  # against the installed torch itself
-    assert version == torch.__version__
-    root = _pristine(tmp_path / "torch-copy")
-    path = tmp_path / "h.patch"
-    path.write_text(text)
-    git = subprocess.run(["git", "apply", "--check", str(path)], cwd=root, capture_output=True, text=True)
-    assert git.returncode == 0, git.stderr
-    if shutil.which("patch"):
-        gnu = subprocess.run(["patch", "-p1", "--dry-run", "-i", str(path)], cwd=root, capture_output=True, text=True)
-        assert gnu.returncode == 0, gnu.stdout + gnu.stderr
-    assert text.count("diff --git") == 5 and "new file mode" in text
-    assert sorted(re.findall(r"^diff --git a/(\S+) ", text, re.M)) == sorted([patch_mod.RULES_PATH, *FILES[1:]])
-
-
-def test_each_hook_is_readable_in_its_hunk_and_the_table_shows_the_rules(heur):
-    text, _ = patch_mod.generate(heur)
-    for name in ("persistent_decision", "looped_config", "persistent_config", "mix_order_config", "mix_order_split_size",
-                 "reduction_signature"):
-        assert re.search(rf"^\+.*\b{name}\(", text, re.M), name
-    assert re.search(r'^\+.*\["reduction_signature"\] = ', text, re.M)  # the meta entry the codegen hook writes
-    for spec, rule in zip([r for r in heur.rules if r.config], heur.table().rules):
-        assert f"Rule(kind={rule.kind!r}, element_size=2, rnumel={rule.rnumel!r}" in text
-        fused = f" ({spec.reductions})" if spec.reductions else ""
-        assert f"# {spec.kind}{fused}, rnumel {spec.rnumel[0]}..{spec.rnumel[1]}:" in text
-        if spec.reductions:  # the table line itself names the signature the rule keys on
-            line = rf"^\+ +Rule\(kind={rule.kind!r}, .*reductions={re.escape(repr(spec.reductions))}\),$"
-            assert re.search(line, text, re.M), spec.describe()
-    assert "capability=90" in text and "sm_count=132" in text
 
 
 def test_patched_config_functions_return_the_distilled_configs_on_the_rules_gpu(patched, heur):
@@ -246,6 +221,7 @@ def _features(rnumel, xnumel, signature):
         reduction_numel=sympy.Integer(rnumel), numel=sympy.Integer(xnumel), scheduler_nodes=lambda: [node],
         get_reduction_hint=lambda *a: ReductionHint.INNER, buf_accesses=lambda: {"x": [], "weight": []},
         reduction_nodes=lambda: _nodes(signature),
+        strict_sum_rblock=lambda: None,  # torch 2.14: no sum planned by numerics="strict"
     )
 
 
@@ -287,6 +263,7 @@ def _autotuner(th, results, fallback, compiled):
     fake = types.SimpleNamespace(
         launchers=[], compile_results=list(results), configs=None, fn=types.SimpleNamespace(__name__="triton_k_0"),
         triton_meta={"device": 0}, inductor_meta={} if fallback is None else {"distilled_fallback": fallback},
+        device_props=types.SimpleNamespace(type="cuda"),  # torch 2.14 resolves the device to load on from it
         get_device_interface=lambda: types.SimpleNamespace(exchange_device=lambda i: 0, maybe_exchange_device=lambda i: 0),
     )
     fake._make_launcher = lambda result: result()  # (launcher, None) or (None, exception)
@@ -375,7 +352,7 @@ def _decorator_configs(module, source: str, **meta):
     (``meta`` overrides entries of the kernel's inductor_meta)."""
     heuristic, kwargs = _decorator_args(source)
     kwargs["inductor_meta"] = {**kwargs["inductor_meta"], **meta}
-    with mock.patch("torch.cuda.is_available", lambda: True):
+    with mock.patch("torch.cuda.is_available", lambda: True), _registry_as(module):
         configs = getattr(module, heuristic)(filename=None, return_configs=True, **kwargs)
     return heuristic, [(dict(c.kwargs), c.num_warps, c.num_stages) for c in configs]
 
@@ -489,109 +466,3 @@ def test_split_size_and_launch_config_lookups_see_the_same_envelope_and_sizes(pa
     assert ",ops=" in meta["reduction_envelope"]
     assert seen[0] == (meta["reduction_envelope"], meta["reduction_sizes"]) == (seen[0][0], [32768, 2048])
     assert meta["reduction_device"] == "NVIDIA H200"
-
-
-def test_unsupported_torch_version_is_refused_in_one_line(heur, tmp_path):
-    root = _pristine(tmp_path)
-    version_py = os.path.join(root, "torch", "version.py")
-    text = open(version_py).read()
-    open(version_py, "w").write(re.sub(r"__version__ = '[^']+'", "__version__ = '2.12.0'", text))
-    with pytest.raises(patch_mod.PatchError, match=r"^torch 2\.12\.0 is not supported: .*2\.11 and 2\.13$"):
-        patch_mod.generate(heur, root)
-
-
-_META_213 = 'out["RSPLIT_SIZE"] = self.rsplit_size'
-_META_211 = 'inductor_meta["RSPLIT_SIZE"] = self.rsplit_size'
-
-
-@pytest.mark.parametrize("path, old, new", [
-    (SIMD, "return config.triton.mix_order_reduction_split_size", "return None"),
-    (CODEGEN, _META_213, 'out["RSPLIT"] = self.rsplit_size'),  # neither torch version's meta anchor
-])
-def test_source_that_lost_an_anchor_is_refused_naming_the_file(heur, tmp_path, path, old, new):
-    root = _pristine(tmp_path)
-    text = open(os.path.join(root, path)).read()
-    assert text.count(old) == 1
-    open(os.path.join(root, path), "w").write(text.replace(old, new))
-    with pytest.raises(patch_mod.PatchError) as err:
-        patch_mod.generate(heur, root)
-    assert f"{path} does not match" in str(err.value) and "\n" not in str(err.value)
-
-
-def test_the_signature_hook_follows_each_torch_versions_inductor_meta(heur, tmp_path):
-    """torch 2.13 builds a kernel's meta in inductor_meta_per_kernel (``out``), 2.11 inline in
-    codegen_kernel (``inductor_meta``); a source holding both anchors is ambiguous and refused."""
-    root = _pristine(tmp_path)
-    path = os.path.join(root, CODEGEN)
-    text = open(path).read()
-    assert _META_213 in text and _META_211 not in text  # the installed torch is 2.13
-    hunk = lambda diff: diff.split(f"diff --git a/{CODEGEN}")[1].split("diff --git")[0]  # noqa: E731
-    assert '+            out["reduction_signature"] = ' in hunk(patch_mod.generate(heur, root)[0])
-    open(path, "w").write(text.replace(_META_213, _META_211))  # the 2.11 form of the same lines
-    assert '+            inductor_meta["reduction_signature"] = ' in hunk(patch_mod.generate(heur, root)[0])
-    open(path, "w").write(text + "\n" + text.split("def inductor_meta_per_kernel")[1].replace(_META_213, _META_211))
-    with pytest.raises(patch_mod.PatchError, match=r"codegen/triton\.py does not match .* found 2 times"):
-        patch_mod.generate(heur, root)
-
-
-def test_keep_default_only_file_and_already_patched_tree_are_refused(heur, patched, tmp_path):
-    keep = fx.with_rules(heur, RuleSpec("inner_looped", 2, (2048, 2048), (8192, 32768), None))
-    with pytest.raises(patch_mod.PatchError, match="nothing to patch"):
-        patch_mod.generate(keep, _pristine(tmp_path))
-    with pytest.raises(patch_mod.PatchError, match="already patched"):
-        patch_mod.generate(heur, patched.root)
-
-
-def test_cli_patch_writes_the_file_and_reports_errors_in_one_line(heur, tmp_path, capsys):
-    from inductor_tune.heuristics import dump
-
-    hfile = tmp_path / "h.yaml"
-    dump(heur, str(hfile))
-    out = tmp_path / "patches" / "x.patch"
-    assert cli.main(["patch", str(hfile), "--out", str(out)]) == 0
-    assert out.read_text() == patch_mod.generate(heur)[0]
-    root = _pristine(tmp_path / "old")
-    version_py = os.path.join(root, "torch", "version.py")
-    open(version_py, "w").write("__version__ = '2.9.1'\n")
-    before = out.read_text()
-    assert cli.main(["patch", str(hfile), "--out", str(out), "--torch-root", root]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["inductor-tune: error: torch 2.9.1 is not supported: the patch generator knows the Inductor "
-                   "sources of torch 2.11 and 2.13"]
-    assert out.read_text() == before  # an error never touches an existing output
-
-
-def _assigned(code: str) -> set[str]:
-    """Names a hook's code binds in the function it is inserted into (assignments, walrus, imports)."""
-    import textwrap
-
-    names = set()
-    for node in ast.walk(ast.parse(textwrap.dedent(code))):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.alias):
-            names.add(node.asname or node.name)
-    return names
-
-
-def test_no_hook_rebinds_a_name_of_the_function_it_sits_in():
-    """A hook binding a local its host function uses later breaks every compile (seen on the H200: a
-    `signature` in 2.11's codegen_kernel); only `configs`, the list a config hook replaces, may be."""
-    root = patch_mod.installed_torch_root()
-    checked = 0
-    for hook in patch_mod.HOOKS:
-        with open(os.path.join(root, hook.path)) as fh:
-            source = fh.read()
-        for anchor, code in hook.choices():
-            if source.count(anchor) != 1:
-                continue  # the other torch version's anchor
-            line = source[: source.index(anchor) + len(anchor)].count("\n")  # the hook's first line, 0-based
-            tree = ast.parse(source)
-            host = min((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                        and f.lineno <= line <= f.end_lineno), key=lambda f: f.end_lineno - f.lineno)
-            used = {n.id for n in ast.walk(host) if isinstance(n, ast.Name)}
-            used |= {a.arg for a in ast.walk(host) if isinstance(a, ast.arg)}
-            clash = (_assigned(code) & used) - {"configs"}
-            assert not clash, f"{hook.what}: the hook rebinds {sorted(clash)} of {host.name}"
-            checked += 1
-    assert checked == len(patch_mod.HOOKS)

@@ -7,6 +7,7 @@ a scaled-softmax rule reaching an RMSNorm kernel of the same envelope; an H100 S
 count as an H200) installed the H200 rules and regressed; held-out set 3's regressions were mostly at row
 counts below every measured one but inside the rule's power-of-two bucket."""
 
+import dataclasses
 import functools
 import os
 import types
@@ -14,9 +15,12 @@ import types
 import distill_fixtures as fx
 import pytest
 import torch
+import torch._inductor.config as inductor_config
 
 from inductor_tune import choices, cpu_codegen, gate, heuristics, kernels, torch_rules
-from inductor_tune.space import INDUCTOR_DEFAULT
+from inductor_tune.heuristics import RuleSpec
+from inductor_tune.runtime import installation
+from inductor_tune.space import INDUCTOR_DEFAULT, SlotConfig
 
 H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
 
@@ -154,3 +158,44 @@ def test_the_gate_draws_inside_the_bounds_it_is_given():
                                            cols=(512, 16384)).problems
     with pytest.raises(ValueError, match="rows range 0:10 is not within"):
         gate.make_draw(1, 0, None, set(), 2**30, rows=(0, 10))
+
+
+def _ln_in_activation_dtype(x, weight, bias):
+    """LayerNorm whose statistics Inductor computes from the bf16 tensor itself (F.layer_norm upcasts first)."""
+    var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)
+    return (x - mean) * torch.rsqrt(var + 1e-5) * weight + bias
+
+
+@pytest.mark.skipif(not hasattr(inductor_config.triton, "use_two_step_variance_min_numel"),
+                    reason="torch before 2.13 has no two-step variance")
+def test_a_two_step_variance_is_its_own_signature_and_welford_rules_do_not_reach_it(monkeypatch):
+    """torch 2.13 and 2.14 lower a bf16/fp16 var_mean over 1024..32768 elements as two sums (mean, then the
+    squared deviations) instead of Welford.  F.layer_norm upcasts to fp32 first and stays Welford at every
+    N (nn_layernorm_fwd below); a hand-written LayerNorm on bf16 statistics becomes "sum+sum", with ops no
+    shipped rule was measured on, so a Welford rule of its size leaves it to Inductor."""
+    def slot(fn, cols, dtype=torch.bfloat16):
+        inputs = [((8192, cols), dtype), ((cols,), dtype), ((cols,), dtype)]
+        (found,) = cpu_codegen.generate(fn, inputs, choices.CompilePlan(INDUCTOR_DEFAULT, False)).slots
+        return found
+
+    with inductor_config.patch(inductor_choices_class=choices.TrialChoices):
+        choices.drop_cached_choices()
+        assert [slot(_ln_in_activation_dtype, n).reductions for n in (512, 1024, 32768)] == [
+            "welford_reduce+welford_reduce", "sum+sum", "sum+sum"]
+        two_step = slot(_ln_in_activation_dtype, 2048)
+        assert two_step.envelope.endswith(",ops=load:3+square:1+sub:1+to_dtype:2")
+        assert slot(_ln_in_activation_dtype, 2048, torch.float32).reductions == "welford_reduce+welford_reduce"
+        nn_layernorm = kernels.get_kernel("nn_layernorm_fwd").build(torch.float32)
+        assert slot(nn_layernorm, 2048).reductions == "welford_reduce+welford_reduce"
+    choices.drop_cached_choices()
+    assert not any(two_step.envelope in r.envelopes for r in _h200().rules)
+    welford = RuleSpec("inner_looped", 2, (2048, 2048), (8192, 2**31), SlotConfig(True, 2, 8),
+                       reductions="welford_reduce+welford_reduce")
+    monkeypatch.setattr(installation, "_current_device_props",
+                        lambda: types.SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132))
+    bf16 = [((8192, 2048), torch.bfloat16), ((2048,), torch.bfloat16), ((2048,), torch.bfloat16)]
+    with installation.install(dataclasses.replace(_h200(), rules=(welford,))):
+        (src,) = cpu_codegen.generate_sources(nn_layernorm, bf16)
+        assert "fixed_config" in src  # the Welford kernel of this size: the rule's config
+        (src,) = cpu_codegen.generate_sources(_ln_in_activation_dtype, bf16)
+        assert "fixed_config" not in src  # the two-step kernel: Inductor's own

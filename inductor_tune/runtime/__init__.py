@@ -6,7 +6,8 @@ package:
 * ``rules``, ``rulefile``, ``launch``: what a rule file holds, its one parser, the launch configs
   and their limits;
 * ``torch_rules``: the rule lookup, self-contained because ``inductor-tune patch`` copies it into torch;
-* ``hook``: the ``InductorChoices`` subclass that forces configs, and the torch version check;
+* ``hook``: the ``InductorChoices`` subclass that forces configs, and the torch version check against
+  ``versions`` (the one list of supported torch versions, which ``inductor-tune patch`` reads too);
 * ``installation``: installing and uninstalling a file's rules; ``fallback``: compiles that a rule broke
   are retried without it;
 * ``registry``: what the hook consults, set by ``install`` and by the tuner's trial plans.

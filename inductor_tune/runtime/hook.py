@@ -20,33 +20,26 @@ from typing import Any
 import torch
 from torch._inductor.choices import InductorChoices
 
-from . import fallback, registry, torch_rules
+from . import fallback, registry, torch_rules, versions
 from .launch import SlotConfig
+from .versions import SUPPORTED_TORCH  # noqa: F401  (the tuner's name for it)
 
 log = logging.getLogger(__name__)
-
-SUPPORTED_TORCH = ((2, 11), (2, 13))
 
 
 class UnsupportedTorch(RuntimeError):
     pass
 
 
-def torch_version_tuple(version: str | None = None) -> tuple[int, int]:
-    text = (version or torch.__version__).split("+")[0]
-    major, minor = text.split(".")[:2]
-    return int(major), int(minor)
+def torch_version_tuple(version: str | None = None) -> tuple[int, int] | None:
+    return versions.version_tuple(version or torch.__version__)
 
 
 def check_torch_supported(version: str | None = None) -> None:
-    """Fail with one line unless this torch has the hooks the package drives (2.11 .. 2.13 checked)."""
-    found = torch_version_tuple(version)
-    low, high = SUPPORTED_TORCH
-    if not (low <= found <= high):
-        raise UnsupportedTorch(
-            f"torch {version or torch.__version__} is not supported: inductor_tune drives Inductor hooks "
-            f"checked on torch {low[0]}.{low[1]} to {high[0]}.{high[1]}"
-        )
+    """Fail with one line unless this torch is one whose Inductor hooks were checked (``versions``)."""
+    problem = versions.refusal(version or torch.__version__)
+    if problem:
+        raise UnsupportedTorch(problem)
     from torch._inductor.codegen import triton as triton_codegen
 
     if not hasattr(InductorChoices, "triton_kernel_kwargs") or not hasattr(triton_codegen, "FixedTritonConfig"):
@@ -75,6 +68,10 @@ def apply_rules(features, groups, kernel_kwargs):
     mix = bool(kernel_kwargs.get("mix_order_reduction"))
     tiling = groups[0] if groups and isinstance(groups[0], dict) else {}
     if kernel_kwargs.get("fixed_config") is not None or set(tiling) - {"x", "r0_"}:
+        return kernel_kwargs
+    # Inductor forces the persistent choice where only one works (sort; torch 2.14's strict multi-row sums);
+    # a rule must not undo it.  The mix-order kernel is forced persistent too, and its rules keep that.
+    if not mix and "override_persistent_reduction" in kernel_kwargs:
         return kernel_kwargs
     try:
         rule = torch_rules.rule_for_features(features, mix, table)
@@ -133,7 +130,8 @@ class InductorTuneChoices(InductorChoices):
     the rules installed by ``inductor_tune.install`` (a tuning plan wins over installed rules)."""
 
     def uuid(self) -> str | None:
-        # torch 2.13 folds this into the FX-graph cache key; the tuner disables that cache anyway.
+        # torch 2.13 and 2.14 fold this into the FX-graph cache key (config._cache_config_factory_keys);
+        # the tuner disables that cache anyway.
         plan = registry.planner()
         if plan is not None:
             return plan.cache_key()

@@ -332,9 +332,18 @@ def _static_int(expr: Any) -> Optional[int]:
 
 def _skip_meta(inductor_meta: dict) -> bool:
     # Autotuning modes search their own candidates; deterministic modes must not change the
-    # reduction order, which XBLOCK and the split size do.
-    keys = ("max_autotune", "max_autotune_pointwise", "deterministic", "batch_invariant")
+    # reduction order, which XBLOCK and the split size do; torch 2.14's strict sums plan their own blocks.
+    keys = ("max_autotune", "max_autotune_pointwise", "deterministic", "batch_invariant", "strict_sum_rblock")
     return any(inductor_meta.get(k) for k in keys)
+
+
+def _skip_config() -> bool:
+    """``_skip_meta`` at code generation, from Inductor's config (torch 2.14's ``numerics="strict"``
+    plans the reduction order of its sums; older torch has no such setting)."""
+    import torch._inductor.config as config
+
+    return bool(config.max_autotune or config.max_autotune_pointwise or config.deterministic
+                or getattr(config, "numerics", "default") == "strict")
 
 
 def rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, mix_order: bool, table=None):
@@ -357,10 +366,9 @@ def rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, 
 
 def rule_for_features(features, mix_order: bool, table=None):
     """Lookup at code generation, from Inductor's SIMDKernelFeatures (choices.py, simd.py)."""
-    import torch._inductor.config as config
     from torch._inductor.runtime.hints import DeviceProperties
 
-    if config.max_autotune or config.max_autotune_pointwise or config.deterministic:
+    if _skip_config():
         return None
     rnumel, xnumel = _static_int(features.reduction_numel), _static_int(features.numel)
     if rnumel is None or xnumel is None or rnumel <= 1:
@@ -452,7 +460,7 @@ def reduction_device(features) -> Optional[str]:
         device = nodes[0].get_device() if nodes else None
     except Exception:  # kernels without scheduler nodes (templates, foreach): no rule keys on them
         return None
-    if device is None or device.type != "cuda" or not device_name_matches(device.index):
+    if device is None or device.type != "cuda" or not device_name_matches(device.index) or _skip_config():
         return None
     return TABLE.gpu
 
@@ -511,7 +519,7 @@ def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
     import torch._inductor.config as config
     from torch._inductor.runtime.hints import DeviceProperties
 
-    if config.max_autotune or config.coordinate_descent_tuning or config.deterministic:
+    if _skip_config() or config.coordinate_descent_tuning:
         return None
     rnumel, xnumel = _static_int(rnumel), _static_int(numel)
     device = node.get_device()
