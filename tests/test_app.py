@@ -11,7 +11,7 @@ import multiprocessing as mp
 import types
 
 import pytest
-from fake_pools import H200, InstantPool
+from fake_pools import H200, ScriptedPool
 
 from inductor_tune import cli, models, validate
 from inductor_tune.app import tune as app_tune, validate as app_validate
@@ -29,7 +29,7 @@ def _answer(speedup: float) -> dict:
             "heuristic_choice": RULE_CHOICE, "untouched": False, "slots": [], "bytes": 4 * 10**9}
 
 
-class _Pool(InstantPool):
+class _Pool(ScriptedPool):
     """A WorkerPool on an H200 whose every validate task comes back ``speedup`` x faster under the rules."""
 
     speedup = 1.1

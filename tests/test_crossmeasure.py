@@ -12,16 +12,16 @@ import zlib
 
 import distill_fixtures as fx
 import pytest
+from fake_pools import ScriptedPool
 
 from inductor_tune import cli, crossmeasure, distill
 from inductor_tune.gpu import GpuIdentity
 from inductor_tune.kernels import Shape
 from inductor_tune.records import Outcome
-from inductor_tune.search import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES
 from inductor_tune.space import TrialConfig, slot_violations
 from inductor_tune.store import Store
 from inductor_tune.tasks import Remeasured, RemeasureTask
-from inductor_tune.workers import TaskFailure
+from inductor_tune.workers import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES, TaskFailure
 
 FP = GpuIdentity(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=24 * 2**30, l2_bytes=60 * 2**20,
           cuda_driver="580", cuda_runtime="13.0", torch="2.11.0+cu130", triton="3.6.0")
@@ -39,38 +39,18 @@ def _fails(cfg) -> bool:
     return cfg.num_warps == 32  # made up: "out of resources" wherever it is timed
 
 
-class ScriptedPool:
-    """The WorkerPool interface crossmeasure.run uses, without processes or a GPU."""
+class CrossmeasurePool(ScriptedPool):
+    """Four workers answering crossmeasure's remeasures with ``_fake_ms``; ``fail_shape``'s task times out."""
 
     def __init__(self, size=4, fail_shape=TIMED_OUT, fails=_fails, slower=1.0):
-        self.size, self.fingerprint, self.ceiling_gbps = size, FP, 4000.0
+        super().__init__(size, FP)
         self.fail_shape, self.fails, self.slower = fail_shape, fails, slower
-        self._busy, self._done = {}, []
-        self.dispatched, self.concurrent, self.released = [], [], []
 
-    def idle(self, limit=None):
-        return [i for i in range(min(limit or self.size, self.size)) if i not in self._busy]
+    @property
+    def dispatched(self):
+        return self.tasks
 
-    def busy(self):
-        return len(self._busy)
-
-    def release(self, keep):
-        self.released.append(keep)
-
-    def dispatch(self, index, task):
-        assert index not in self._busy and index < self.size
-        self._busy[index] = task
-        self.dispatched.append(task)
-        self.concurrent.append(list(self._busy.values()))
-        self._done.append((index, task, self._answer(task)))
-
-    def collect(self, timeout=0.5):
-        done, self._done = self._done, []
-        for index, _, _ in done:
-            self._busy.pop(index)
-        return [(task, result) for _, task, result in done]
-
-    def _answer(self, task):
+    def answer(self, task):
         assert isinstance(task, RemeasureTask) and task.check is True
         p = task.problem
         if (p.kernel, p.shape.rows, p.shape.cols) == self.fail_shape:
@@ -184,7 +164,7 @@ def _width(item):
 def _run(points, tmp_path):
     items = crossmeasure.plan(points)
     store = Store(f"sqlite:///{tmp_path}/cm.sqlite")
-    pool = ScriptedPool()
+    pool = CrossmeasurePool()
     counts = crossmeasure.run(items, pool, store, rounds=3)
     return items, store, pool, counts
 
@@ -222,10 +202,10 @@ def test_run_stores_a_record_per_shape_resumes_and_records_failures(points, tmp_
     assert pool.released and pool.released == sorted(pool.released, reverse=True) and pool.released[0] < pool.size
 
     # Resume: only the shape without a complete record is measured again.
-    again = ScriptedPool(fail_shape=None)
+    again = CrossmeasurePool(fail_shape=None)
     assert crossmeasure.run(items, again, store, rounds=3) == {"stored": 1, "skipped": len(items) - 1, "failed": 0}
     assert [(t.problem.kernel, t.problem.shape.rows, t.problem.shape.cols) for t in again.dispatched] == [TIMED_OUT]
-    done = ScriptedPool()
+    done = CrossmeasurePool()
     assert crossmeasure.run(items, done, store, rounds=3)["skipped"] == len(items) and not done.dispatched
     # A different config list for a shape is a different measurement.
     fewer = crossmeasure.plan(points, max_configs=2)[:1]
@@ -264,7 +244,7 @@ def test_distill_reads_the_records_back_as_interleaved_evidence(points, tmp_path
     item = next(i for i in items if any(map(_fails, i.configs)) and i.point.label.startswith("softmax_fwd 8192x2048"))
     again = dataclasses.replace(item, configs=item.configs[:1] + tuple(filter(_fails, item.configs)),
                                 origins=item.origins[:1] + tuple(o for c, o in zip(item.configs, item.origins) if _fails(c)))
-    assert crossmeasure.run([again], ScriptedPool(fails=lambda c: False, slower=2.0), store, rounds=3)["stored"] == 1
+    assert crossmeasure.run([again], CrossmeasurePool(fails=lambda c: False, slower=2.0), store, rounds=3)["stored"] == 1
     merged, _ = distill.load_points(opened, distill.select_gpu(opened, "H200"))
     p = next(p for p in merged if p.label == item.point.label)
     assert p.crossmeasured == 2 and not p.failed

@@ -10,7 +10,7 @@ import sys
 import types
 
 import pytest
-from fake_pools import InstantPool
+from fake_pools import ScriptedPool
 
 from inductor_tune import gate, validate
 from inductor_tune.kernels import CATALOG
@@ -305,7 +305,7 @@ def test_a_heuristics_compile_failure_names_the_variant(worker):
 
 # -- the parent: failures are stored with the draw and counted, not raised ----------------------
 
-class _FakePool(InstantPool):
+class _FakePool(ScriptedPool):
     def __init__(self, answers):
         super().__init__()
         self.answers = answers

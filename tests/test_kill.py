@@ -21,7 +21,7 @@ import time
 import optuna
 import pytest
 
-from test_search import ScriptedPool, _exp
+from fake_pools import StudyPool, study_experiment
 
 from inductor_tune.records import Outcome
 from inductor_tune.search import Tuner
@@ -143,7 +143,7 @@ class _KilledAfterStoring(Store):
         return record
 
 
-class _DiesCollecting(ScriptedPool):
+class _DiesCollecting(StudyPool):
     """Dies waiting for its first results: Inductor's default in flight, nothing stored yet."""
 
     def collect(self, timeout=0.5):
@@ -166,17 +166,17 @@ def test_a_kill_after_the_record_is_stored_leaves_optuna_agreeing_with_it(tmp_pa
     """Killed between a trial's record and its Optuna finish, the next run finishes it as recorded (it
     was failed as lost, and logged as queued again though nothing was), and every lost trial's line
     says what became of it."""
-    exp = _exp(tmp_path, 24)
+    exp = study_experiment(tmp_path, 24)
     caplog.set_level(logging.WARNING)
     with pytest.raises(_Killed):
         Tuner(exp, _DiesCollecting(), Store(exp.storage_url)).run()
     killed = {0: "nothing (the default in flight)"}
     for what, when in KILLS.items():
         with pytest.raises(_Killed) as kill:
-            Tuner(exp, ScriptedPool(fail_every=5), _KilledAfterStoring(exp.storage_url, when)).run()
+            Tuner(exp, StudyPool(fail_every=5), _KilledAfterStoring(exp.storage_url, when)).run()
         killed[kill.value.args[0]] = what
     store = Store(exp.storage_url)
-    Tuner(exp, ScriptedPool(fail_every=5), store).run()
+    Tuner(exp, StudyPool(fail_every=5), store).run()
 
     (study,) = store.studies()
     records = {r.trial_number: r for r in store.trials(study.id)}

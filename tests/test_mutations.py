@@ -267,21 +267,21 @@ def test_a_study_short_of_a_larger_budget_is_resumed_to_it(tmp_path):
     """Catches store.finished always true: the second run, asked for 10 trials, would measure nothing."""
     from inductor_tune.search import Tuner
     from inductor_tune.store import Store
-    from test_search import ScriptedPool, _exp
+    from fake_pools import StudyPool, study_experiment
 
-    store = Store(_exp(tmp_path, 6).storage_url)
-    Tuner(_exp(tmp_path, 6), ScriptedPool(), store).run()
+    store = Store(study_experiment(tmp_path, 6).storage_url)
+    Tuner(study_experiment(tmp_path, 6), StudyPool(), store).run()
     (study,) = store.studies()
     measured = lambda: [t for t in store.trials(study.id) if t.outcome != Outcome.CONSTRAINT]  # noqa: E731
     assert len(measured()) == 6 and store.finished(study.name, 6) and not store.finished(study.name, 10)
-    pool = ScriptedPool()
-    Tuner(_exp(tmp_path, 10), pool, store).run()
+    pool = StudyPool()
+    Tuner(study_experiment(tmp_path, 10), pool, store).run()
     # (the sampler repeats some configs, whose measurements are reused rather than dispatched)
     assert pool.dispatched > 0 and len(measured()) == 10 and store.finished(study.name, 10)
     ok = [t for t in measured() if t.outcome == Outcome.OK]
     assert store.verdict(study.id).trials_measured == len(ok)  # the verdict was taken again, over all 10
-    again = ScriptedPool()
-    Tuner(_exp(tmp_path, 10), again, store).run()
+    again = StudyPool()
+    Tuner(study_experiment(tmp_path, 10), again, store).run()
     assert again.dispatched == 0  # finished: nothing measured
 
 

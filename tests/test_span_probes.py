@@ -7,10 +7,9 @@ import json
 
 import distill_fixtures as fx
 import pytest
-from fake_pools import remeasured
+from fake_pools import STUDY_GPU, ScriptedPool, remeasured
 
 from inductor_tune import cli, crossmeasure, distill, gate
-from inductor_tune.gpu import GpuIdentity
 from inductor_tune.space import slot_violations
 from inductor_tune.store import Store
 
@@ -61,37 +60,20 @@ def test_span_probes_lie_inside_config_rules_spans_off_every_studied_and_avoided
     assert not taken & {(i.point.rows, i.point.cols) for i in again} and len(again) == len(items)
 
 
-class TimedByConfig:
-    """The WorkerPool interface crossmeasure.run uses: the default takes 1 ms; ``slower`` configs take
-    1.3 ms, all others 0.9 ms, every round."""
+class TimedByConfig(ScriptedPool):
+    """Two workers: the default takes 1 ms; ``slower`` configs take 1.3 ms, all others 0.9 ms, every round."""
 
     def __init__(self, slower=()):
-        self.size, self.ceiling_gbps, self.slower = 2, 4000.0, set(slower)
-        self.fingerprint = GpuIdentity(name="NVIDIA H200", sm_count=132, compute_capability="9.0",
-                                       memory_bytes=80 * GiB, l2_bytes=60 * 2**20, cuda_driver="580",
-                                       cuda_runtime="13.0", torch="2.11.0+cu130", triton="3.6.0")
-        self._done = []
+        super().__init__(2, STUDY_GPU)  # the stack the fixture studies ran on
+        self.slower = set(slower)
 
-    def idle(self, limit=None):
-        return [] if self._done else [0]
-
-    def busy(self):
-        return len(self._done)
-
-    def release(self, keep):
-        pass
-
-    def dispatch(self, index, task):
+    def answer(self, task):
         times = []
         for config in task.configs:
             cfg = None if config.inductor_default else next(iter(config.slot_map().values()))
             ms = 1.0 if cfg is None else 1.3 if cfg in self.slower else 0.9
             times.append([ms] * task.rounds)
-        self._done.append((task, remeasured(times)))
-
-    def collect(self, timeout=0.5):
-        done, self._done = self._done, []
-        return done
+        return remeasured(times)
 
 
 def _measured(points, tmp_path, slower):

@@ -1,7 +1,7 @@
 """When a study may call its best config a win: each condition of the rule alone, then the re-timing.
 
 The rule (``stats.beats_default``) is checked on hand-made rounds, one condition failing at a time
-while the others hold.  The re-timing runs the real Tuner on the scripted pool of test_search.py,
+while the others hold.  The re-timing runs the real Tuner on the scripted study pool of fake_pools.py,
 whose second ``remeasure`` (the fresh compile of the default and the winner) is scripted here.
 """
 
@@ -20,7 +20,7 @@ from inductor_tune.show import study_rows
 from inductor_tune.store import SCHEMA_VERSION, Store
 from inductor_tune.tasks import RemeasureTask
 from inductor_tune.workers import TaskFailure
-from test_search import FP, ScriptedPool, _exp
+from fake_pools import STUDY_GPU, StudyPool, study_experiment
 
 DEFAULT = [1.0, 1.0, 1.0, 1.0, 1.0]
 
@@ -103,7 +103,7 @@ def test_summarize_calls_a_gain_within_the_floor_no_improvement():
 
 # -- the winner re-timed in fresh rounds ----------------------------------------------------------
 
-class RetimePool(ScriptedPool):
+class RetimePool(StudyPool):
     """The scripted pool, its second re-measure answered by ``fresh(default_ms, winner_ms, rounds)``."""
 
     def __init__(self, fresh=None):
@@ -111,17 +111,17 @@ class RetimePool(ScriptedPool):
         self.fresh = fresh
         self.remeasures: list[RemeasureTask] = []
 
-    def _answer(self, task):
+    def answer(self, task):
         if isinstance(task, RemeasureTask):
             self.remeasures.append(task)
-            first = super()._answer(task).times
+            first = super().answer(task).times
             if len(self.remeasures) == 2 and self.fresh is not None:
                 return self.fresh(first[0][0], first[1][0], task.rounds)
-        return super()._answer(task)
+        return super().answer(task)
 
 
 def _tune(tmp_path, pool, trials=8):
-    exp = _exp(tmp_path, trials)
+    exp = study_experiment(tmp_path, trials)
     store = Store(exp.storage_url)
     Tuner(exp, pool, store).run()
     study = store.studies()[0]
@@ -164,15 +164,15 @@ def test_a_winner_that_fails_the_fresh_rounds_is_not_improved(tmp_path):
     (row,) = study_rows(store)
     assert row.verdict == "no improvement (not confirmed in fresh rounds)" and row.best_gbps == row.default_gbps
     key = (study.kernel, f"{study.rows}x{study.cols}", study.dtype)
-    assert validate.best_configs([exp.storage_url], FP.key)[key] is None
+    assert validate.best_configs([exp.storage_url], STUDY_GPU.key)[key] is None
     ok = [t for t in store.trials(study.id) if t.outcome == Outcome.OK and not t.inductor_default]
     assert warmstart.study_best(store, study.id).to_json() == min(ok, key=lambda t: t.time_ms).config_json
 
 
 def test_no_winner_no_retiming(tmp_path):
     class Slow(RetimePool):
-        def _answer(self, task):
-            answer = super()._answer(task)
+        def answer(self, task):
+            answer = super().answer(task)
             if not isinstance(task, RemeasureTask):
                 return answer
             return remeasured([answer.times[0]] + [[t * 10 for t in r] for r in answer.times[1:]])

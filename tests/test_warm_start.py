@@ -19,7 +19,7 @@ from inductor_tune.search import Tuner, study_name
 from inductor_tune.space import GraphFlags, KernelSlot, SearchSpace, SlotConfig, TrialConfig
 from inductor_tune.store import Store
 from inductor_tune.tasks import ProbeTask, RemeasureTask
-from test_search import FP, ScriptedPool
+from fake_pools import STUDY_GPU, StudyPool
 
 WINNER = SlotConfig(persistent=True, XBLOCK=8, num_warps=8)
 ONLY_WINNER = {"persistent": [True], "log2_XBLOCK": [3], "log2_num_warps": [3]}
@@ -30,7 +30,7 @@ def _slot(problem) -> KernelSlot:
     return KernelSlot(f"fw.red.x{rows}.r{cols}", False, rows, cols, False, False)
 
 
-class ShapePool(ScriptedPool):
+class ShapePool(StudyPool):
     """One reduction kernel sized by the problem's shape; ``recorded``: the configs a replay would have."""
 
     def __init__(self, recorded=None):
@@ -40,7 +40,7 @@ class ShapePool(ScriptedPool):
     def recorded_configs(self, problem):
         return self.recorded
 
-    def _answer(self, task):
+    def answer(self, task):
         if isinstance(task, ProbeTask):
             return (_slot(task.problem),)
         if isinstance(task, RemeasureTask):
@@ -65,7 +65,7 @@ def _tune(url, shape, trials=4, pool=None, **keys):
 
 
 def _name(shape):
-    return study_name(Problem("rmsnorm_fwd", Shape.parse(shape), "bf16"), FP.key)
+    return study_name(Problem("rmsnorm_fwd", Shape.parse(shape), "bf16"), STUDY_GPU.key)
 
 
 def _optuna_trials(url, shape):
