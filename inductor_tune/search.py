@@ -311,54 +311,59 @@ class Tuner:
         if self.exp.sampler == "grid":
             grid = iter(self._grid_configs(problem, space))
         exhausted = False
-        streak = 0
-        start = time.monotonic()
-        busy = 0.0
-        n_measured = 0
-        while True:
+        streak = n_measured = 0
+        start, busy = time.monotonic(), 0.0
+
+        def next_trial() -> Task | None:
+            """Asked whenever a worker is free: the next trial to measure, None once the study is done.
+            Illegal samples and revisited configs are recorded here, without a worker."""
+            nonlocal budget, exhausted, streak, busy
             t_busy = time.monotonic()
-            out_of_time = deadline is not None and t_busy > deadline
-            idle = self.pool.idle(width)
-            while idle and budget > 0 and not out_of_time and not exhausted and streak < MAX_CONSTRAINT_STREAK:
-                if grid is not None and not study.waiting():  # retries of lost trials go first
-                    pending = next((c for c in grid if c.to_json() not in tried), None)
-                    if pending is None:
-                        exhausted = True
-                        break
-                    study.enqueue(params_of(pending, space))
-                trial = study.ask()
-                try:
-                    config = space.suggest(trial)
-                except ConstraintViolation as violation:
-                    streak += 1
-                    self._record_now(study, study_id, trial, None, Measurement(Outcome.CONSTRAINT, str(violation)), default_ms)
-                    continue
-                streak = 0
-                key = config.to_json()
-                if key in seen:  # samplers revisit points; the measurement is reused, not repeated
-                    self._record_now(study, study_id, trial, config, _reused(seen[key]), default_ms)
+            try:
+                while budget > 0 and not exhausted and streak < MAX_CONSTRAINT_STREAK and not (
+                        deadline is not None and time.monotonic() > deadline):
+                    if grid is not None and not study.waiting():  # retries of lost trials go first
+                        pending = next((c for c in grid if c.to_json() not in tried), None)
+                        if pending is None:
+                            exhausted = True
+                            break
+                        study.enqueue(params_of(pending, space))
+                    trial = study.ask()
+                    try:
+                        config = space.suggest(trial)
+                    except ConstraintViolation as violation:
+                        streak += 1
+                        self._record_now(study, study_id, trial, None, Measurement(Outcome.CONSTRAINT, str(violation)),
+                                         default_ms)
+                        continue
+                    streak = 0
                     budget -= 1
-                    if self.progress is not None:
-                        self.progress.update(1)
-                    continue
-                tried.add(key)
-                self._dispatch(idle.pop(0), problem, study, trial, config, in_flight)
-                budget -= 1
-            busy += time.monotonic() - t_busy
-            if not in_flight:
-                break
-            self._heartbeat(in_flight)
-            for task, result in self.pool.collect():
-                t_busy = time.monotonic()
-                flight = in_flight.pop(task.task_id)
-                m = result if isinstance(result, Measurement) else Measurement(result.outcome, result.reason)
-                rec = self._record(study, study_id, flight, m, default_ms)
-                if m.outcome == Outcome.OK:
-                    seen[flight.config.to_json()] = rec
-                n_measured += 1
-                if self.progress is not None:
-                    self.progress.update(1)
+                    key = config.to_json()
+                    if key in seen:  # samplers revisit points; the measurement is reused, not repeated
+                        self._record_now(study, study_id, trial, config, _reused(seen[key]), default_ms)
+                        if self.progress is not None:
+                            self.progress.update(1)
+                        continue
+                    tried.add(key)
+                    return self._trial_task(problem, study, trial, config, in_flight)
+                return None
+            finally:
                 busy += time.monotonic() - t_busy
+
+        def record(task: Task, result) -> None:
+            nonlocal n_measured, busy
+            t_busy = time.monotonic()
+            flight = in_flight.pop(task.task_id)
+            m = result if isinstance(result, Measurement) else Measurement(result.outcome, result.reason)
+            rec = self._record(study, study_id, flight, m, default_ms)
+            if m.outcome == Outcome.OK:
+                seen[flight.config.to_json()] = rec
+            n_measured += 1
+            if self.progress is not None:
+                self.progress.update(1)
+            busy += time.monotonic() - t_busy
+
+        run_tasks(self.pool, next_trial, record, width, tick=lambda: self._heartbeat(in_flight))
         if streak >= MAX_CONSTRAINT_STREAK:
             log.warning("%s: stopped after %d illegal samples in a row", study.name, streak)
         wall = time.monotonic() - start
@@ -399,10 +404,11 @@ class Tuner:
             configs = [c for c in configs if c.to_json() in keep]
         return configs
 
-    def _dispatch(self, index: int, problem: Problem, study: MirroredStudy, trial, config: TrialConfig, in_flight) -> None:
+    def _trial_task(self, problem: Problem, study: MirroredStudy, trial, config: TrialConfig, in_flight) -> TrialTask:
+        """The task that measures ``trial``, its start written to the ledger as a worker takes it."""
         task = TrialTask(next(self._task_ids), problem, config, self.exp.timing)
         in_flight[task.task_id] = _InFlight(trial, study.start(trial, {LAUNCH_ATTR: launch_text(config)}), config)
-        self.pool.dispatch(index, task)
+        return task
 
     @staticmethod
     def _attrs(m: Measurement) -> dict[str, Any]:

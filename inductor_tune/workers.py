@@ -9,6 +9,7 @@ killed, its task is reported as ``crash`` or ``timeout`` and a fresh worker take
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import fcntl
 import functools
@@ -219,34 +220,50 @@ def workers_that_fit(memory_bytes: float, bytes_per_worker: float, most: int) ->
     return max(1, min(most, math.floor(MEMORY_HEADROOM * memory_bytes / bytes_per_worker)))
 
 
-def run_tasks(pool, tasks: Sequence[Task], on_result: Callable[[Task, Any], None],
+def run_tasks(pool, tasks: Sequence[Task] | Callable[[], Task | None], on_result: Callable[[Task, Any], None],
               width: int | Callable[[Task], int] | None = None, tick: Callable[[], None] | None = None) -> None:
-    """The dispatch/collect loop of every stage that hands the pool a list of tasks (a study's first
-    phase and verdict, crossmeasure, validate): idle workers take the next tasks in order, and each
-    result (or ``TaskFailure``) goes to ``on_result`` as it arrives.
+    """The one dispatch/collect loop: idle workers take the next tasks in order, and each result (or
+    ``TaskFailure``) goes to ``on_result`` as it arrives, until no task is left and none is running.
 
-    ``width``: how many workers may run at once, or per task the most that may run while it is next
-    (what GPU memory allows); order the tasks widest first, so that the width only shrinks and idle
-    workers beyond it are told once to give their memory back.  ``tick``: called every turn (a study
-    keeps its in-flight trials' heartbeats going)."""
-    def limit(task: Task) -> int:
-        if width is None:
+    ``tasks``: a list (a study's first phase and verdict, crossmeasure, validate), or a function asked for
+    the next task only when a worker is free, None once there is none (a study's trials: the sampler
+    proposes each one after the results it could learn from).  ``width``: how many workers may run at
+    once, or, for a list, per task the most that may run while it is next (what GPU memory allows);
+    order such a list widest first, so that the width only shrinks and idle workers beyond it are told
+    once to give their memory back.  ``tick``: called every turn (a study keeps its in-flight trials'
+    heartbeats going)."""
+    if callable(tasks) and callable(width):
+        raise TypeError("a per-task width needs the tasks up front, not asked for one at a time")
+    source = iter(tasks, None) if callable(tasks) else iter(tasks)
+    upcoming: collections.deque[Task] = collections.deque()
+
+    def head() -> Task | None:
+        if not upcoming:
+            task = next(source, None)
+            if task is not None:
+                upcoming.append(task)
+        return upcoming[0] if upcoming else None
+
+    def limit(task: Task | None) -> int:
+        if width is None or task is None:
             return pool.size
-        return width if isinstance(width, int) else width(task)
+        return min(pool.size, width if isinstance(width, int) else width(task))
 
-    pending, released = list(tasks), pool.size
-    while pending or pool.busy():
+    released = pool.size
+    while True:
         if tick is not None:
             tick()
-        if pending:
-            allowed = min(pool.size, limit(pending[0]))
-            if allowed < released:  # idle workers beyond the new width give their GPU memory back
-                pool.release(keep=allowed)
-                released = allowed
-            for index in pool.idle(allowed):
-                if not pending or pool.busy() >= limit(pending[0]):
-                    break
-                pool.dispatch(index, pending.pop(0))
+        allowed = limit(head()) if callable(width) else limit(None) if width is None else min(pool.size, width)
+        if allowed < released:  # idle workers beyond the new width give their GPU memory back
+            pool.release(keep=allowed)
+            released = allowed
+        for index in pool.idle(allowed):
+            task = head()
+            if task is None or pool.busy() >= limit(task):
+                break
+            pool.dispatch(index, upcoming.popleft())
+        if not pool.busy():  # every worker was free to take a task, and none was left
+            return
         finished = pool.collect()
         if finished and released < pool.size:
             pool.release(keep=released)  # workers beyond the width that just finished keep no problem

@@ -56,6 +56,31 @@ def test_study_runs_to_budget_then_resumes_without_loss_or_duplicates(tmp_path):
     assert len(store.trials(study_id)) == len(second)
 
 
+class _SlowStudyPool(StudyPool):
+    """Answers a trial only on the second collect after it was dispatched: trials stay in flight a turn."""
+
+    def collect(self, timeout=0.5):
+        ripe, self._done = [d for d in self._done if d[3]], [(*d[:3], True) for d in self._done if not d[3]]
+        for index, _, _, _ in ripe:
+            self._busy.pop(index)
+        return [(task, result) for _, task, result, _ in ripe]
+
+    def dispatch(self, index, task):
+        super().dispatch(index, task)
+        self._done[-1] = (*self._done[-1], False)
+
+
+def test_trials_in_flight_keep_their_heartbeat_while_the_study_waits(tmp_path, monkeypatch):
+    beats = []
+    real = Tuner._heartbeat
+    monkeypatch.setattr(Tuner, "_heartbeat", lambda self, in_flight: (beats.append(len(in_flight)), real(self, in_flight)))
+    exp = study_experiment(tmp_path, 8)
+    Tuner(exp, _SlowStudyPool(), Store(exp.storage_url)).run()
+    # A study of 8 trials on 4 workers waits with trials in flight; every wait beats for them (another
+    # process would otherwise take them for lost).
+    assert max(beats) == 4 and sum(b > 0 for b in beats) >= 2
+
+
 def test_trials_left_running_by_a_dead_process_are_failed_and_retried(tmp_path):
     exp = dataclasses.replace(study_experiment(tmp_path, 4), heartbeat_s=1, stale_after_s=1)
     store = Store(exp.storage_url)
