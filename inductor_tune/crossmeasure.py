@@ -168,7 +168,7 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
             parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows))
             if resident_bytes(parent.kernel, rows, cols, parent.dtype) > SPAN_PROBE_MAX_BYTES:
                 continue
-            point = dataclasses.replace(probe_point(parent, rows, cols), span=True)
+            point = probe_point(parent, rows, cols, span=True)
             legal = list(dict.fromkeys(c for c in configs if not slot_violations(point.slot, c)))[:max_configs]
             if not legal:
                 continue

@@ -267,8 +267,9 @@ def load_points(
     return points + [p for p in probed if p is not None], skipped
 
 
-def probe_point(parent: ShapePoint, rows: int, cols: int | None = None) -> ShapePoint:
-    """``parent``'s kernel at another row count (and reduction length): no study, nothing measured yet."""
+def probe_point(parent: ShapePoint, rows: int, cols: int | None = None, span: bool = False) -> ShapePoint:
+    """``parent``'s kernel at another row count (and reduction length): no study, nothing measured yet;
+    ``span``: a span probe (``crossmeasure.span_probes``), not one at 3/2 of a studied shape's rows."""
     slot = parent.slot
     cols = parent.cols if cols is None else cols
     rnumel = cols if slot.rnumel == parent.cols else slot.rnumel
@@ -276,7 +277,7 @@ def probe_point(parent: ShapePoint, rows: int, cols: int | None = None) -> Shape
     return dataclasses.replace(
         parent, rows=rows, cols=cols, slot=dataclasses.replace(slot, key=key, xnumel=rows, rnumel=rnumel),
         speedups={}, noise=0.0, studies=(), inductor_default="", interleaved=frozenset(), proposed=frozenset(),
-        failed=frozenset(), crossmeasured=0, probe=True,
+        failed=frozenset(), crossmeasured=0, probe=True, span=span,
     )
 
 
@@ -302,7 +303,7 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence) -> Shape
     # A row probe's configs were proposed by studies its record names; a span probe's come from a fit of
     # every shape, and its record names no proposer.
     span = all(not any(json.loads(rec.origin_json or "[]")) for rec in records)
-    point = dataclasses.replace(probe_point(parent, rows, cols), span=span)
+    point = probe_point(parent, rows, cols, span)
     for rec in records:
         reasons = [f for f in json.loads(rec.checks_json).get("failures", []) if f]
         if any("that this compile did not generate" in f for f in reasons):

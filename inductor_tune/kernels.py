@@ -47,11 +47,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _acc(dtype: torch.dtype) -> torch.dtype:
-    """Accumulation dtype: float32 as the compiled kernels use it, float64 for the reference."""
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
 def _rmsnorm(acc: torch.dtype, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     xf = x.to(acc)
     y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS)

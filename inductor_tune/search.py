@@ -33,7 +33,7 @@ from .space import (
 )
 from .store import Store
 from .tasks import ProbeTask, RemeasureTask, Task, TrialTask
-from .workers import (  # noqa: F401 - the sizes stay importable from here
+from .workers import (
     WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES, TaskFailure, WorkerPool, run_tasks, workers_that_fit,
 )
 

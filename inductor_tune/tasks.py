@@ -80,6 +80,3 @@ class Remeasured:
     times: list[list[float | None]]
     errors: list[float | None]
     failures: list[str | None]
-
-    def as_json(self) -> dict[str, list]:
-        return dataclasses.asdict(self)

@@ -245,15 +245,15 @@ def run_tasks(pool, tasks: Sequence[Task] | Callable[[], Task | None], on_result
         return upcoming[0] if upcoming else None
 
     def limit(task: Task | None) -> int:
-        if width is None or task is None:
-            return pool.size
-        return min(pool.size, width if isinstance(width, int) else width(task))
+        if isinstance(width, int):
+            return min(pool.size, width)
+        return pool.size if width is None or task is None else min(pool.size, width(task))
 
     released = pool.size
     while True:
         if tick is not None:
             tick()
-        allowed = limit(head()) if callable(width) else limit(None) if width is None else min(pool.size, width)
+        allowed = limit(head() if callable(width) else None)  # a function is asked only for a free worker
         if allowed < released:  # idle workers beyond the new width give their GPU memory back
             pool.release(keep=allowed)
             released = allowed
