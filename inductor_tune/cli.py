@@ -229,7 +229,7 @@ def cmd_crossmeasure(args) -> int:
         () if args.probes == "none" else comma_list(args.probes),
         gpu_index(args.gpu), worker_count(args.workers), args.replay, progress=not args.no_progress,
         span_probes=args.span_probes, seed=int_option("--seed", args.seed, 0),
-        avoid_draws=comma_list(args.avoid_draw) if args.avoid_draw else (),
+        avoid_draws=comma_list(args.avoid_draw) if args.avoid_draw else (), candidates_from=args.candidates_from,
     )
     return print_crossmeasure(crossmeasure(request, plan_only=args.plan_only))
 
@@ -244,7 +244,8 @@ def print_crossmeasure(result) -> int:
     counts, request = result.counts, result.request
     print(f"{counts['stored']} shapes measured, {counts['skipped']} already measured, {counts['failed']} failed; "
           f"records in {result.storage} "
-          f"(next: inductor-tune distill {' '.join(request.dbs)} {request.storage} --gpu ...)")
+          f"(next: inductor-tune distill {' '.join(request.dbs)} {request.storage} --gpu ..."
+          + (f" --candidates-from {request.candidates_from})" if request.candidates_from else ")"))
     return 0 if result.ok else 1
 
 
@@ -256,7 +257,7 @@ def cmd_distill(args) -> int:
         raise CliError("--min-coverage must lie in [0, 1] and --min-shapes be at least 1")
     hold_out = experiment_mod.parse_shapes(args.hold_out) if args.hold_out else ()
     return print_distill(distill(DistillRequest(tuple(args.db), args.gpu, args.out, args.min_coverage, args.min_shapes,
-                                                args.allow_replayed, hold_out)))
+                                                args.allow_replayed, hold_out, args.candidates_from)))
 
 
 def print_distill(result) -> int:

@@ -113,6 +113,9 @@ def _reading_arguments(sub) -> None:
                    help="fewest measured shapes a rule may rest on (default 1)")
     d.add_argument("--hold-out", metavar="SHAPES",
                    help="comma-separated MxN shapes (every kernel) kept out of the fit and scored on instead")
+    d.add_argument("--candidates-from", metavar="GPU",
+                   help="the GPU whose studies proposed the configs --gpu crossmeasured (crossmeasure "
+                   "--candidates-from): they frame its records; only --gpu's measurements are fitted")
 
 
 def _crossmeasure_arguments(sub) -> None:
@@ -142,7 +145,10 @@ def _crossmeasure_arguments(sub) -> None:
                    "the group's covered candidates, where no study looked (default 0: off)")
     c.add_argument("--seed", default="0", help="--span-probes: seed of the draw (default 0)")
     c.add_argument("--avoid-draw", metavar="FILES",
-                   help="--span-probes: comma-separated held-out draws (validate --draw-out) whose shapes no probe takes")
+                   help="comma-separated held-out draws (validate --draw-out) whose shapes no probe takes")
+    c.add_argument("--candidates-from", metavar="GPU",
+                   help="plan from the studies of this GPU (fingerprint or part of its name) and time the plan on "
+                   "this one, a GPU with no studies of its own; the records say where the candidates came from")
     c.add_argument("--gpu", type=int, default=0, help="CUDA device index (default 0)")
     c.add_argument("--workers", type=int, help="worker processes (default: CPU cores - 1)")
     c.add_argument("--replay", metavar="DB", help="answer from measurements recorded in DB (labelled replayed)")

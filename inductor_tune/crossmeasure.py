@@ -129,6 +129,30 @@ def plan(points: Sequence[ShapePoint], top: int = 3, neighbours: int = 2, max_co
     return items
 
 
+FITTED_RULE = "fitted rule"  # the origin of a config a fit of the planning GPU's shapes adopted (lead_with_rules)
+
+
+def lead_with_rules(items: Sequence[PlanItem], points: Sequence[ShapePoint], max_configs: int,
+                    params: FitParams = FitParams()) -> list[PlanItem]:
+    """Each item's configs led by the config that a fit of ``points`` adopts for its size group, where it
+    is not among them already (then the last config makes room).  For a GPU whose candidates come from
+    another GPU's studies, that GPU's rules are what a shared file would ship and the first thing to check;
+    the studies' own top configs miss them where the rule came from crossmeasure or a neighbour group."""
+    rules = [r for r in fit_rules(points, params) if r.config is not None]
+    out = []
+    for item in items:
+        p = item.point
+        # Every item of a size group gets the same rule (the first), so the group's configs stay one set.
+        rule = next((r for r in rules if r.matches(p.kind, p.element_size, p.r_pow2, r.xnumel[0], p.reductions,
+                                                   p.envelope or None)), None)
+        if rule is None or rule.config in item.configs or slot_violations(p.slot, rule.config):
+            out.append(item)
+            continue
+        out.append(dataclasses.replace(item, configs=(rule.config, *item.configs[:max_configs - 1]),
+                                       origins=((FITTED_RULE,), *item.origins[:max_configs - 1])))
+    return out
+
+
 # Span probes are drawn within the sizes a gate problem may have (gate.draw_problems' default bound).
 SPAN_PROBE_MAX_BYTES = 4 * 2**30
 SPAN_PROBE_ATTEMPTS = 50

@@ -340,15 +340,21 @@ def open_stores(db_urls: Sequence[str]) -> list[Store]:
 
 def distill(
     db_urls: Sequence[str], gpu_query: str, params: FitParams = FitParams(), names: Sequence[str] | None = None,
-    hold_out: Sequence[Shape] = (),
+    hold_out: Sequence[Shape] = (), candidates_from: str | None = None,
 ) -> Heuristics:
     """The heuristic file for one GPU fingerprint; ``names`` are the databases as the user gave them.
-    ``hold_out``: shapes (every kernel at those MxN) kept out of the fit and scored on instead."""
+    ``hold_out``: shapes (every kernel at those MxN) kept out of the fit and scored on instead.
+    ``candidates_from``: a GPU whose studies frame this GPU's crossmeasure records (``load_points``)."""
     stores = open_stores(db_urls)
     gpu = select_gpu(stores, gpu_query)
-    points, skipped = load_points(stores, gpu, names or db_urls, params.allow_replayed)
+    source = select_gpu(stores, candidates_from) if candidates_from else None
+    if source is not None and source.fingerprint == gpu.fingerprint:
+        raise DistillError(f"--candidates-from {candidates_from!r} names the GPU fitted ({gpu.fingerprint}); "
+                           "name the GPU whose studies proposed the candidates")
+    points, skipped = load_points(stores, gpu, names or db_urls, params.allow_replayed, source)
     if not points:
-        raise DistillError(f"no usable single-kernel study of {gpu.fingerprint}: "
+        hint = "" if source else " (crossmeasured with another GPU's candidates? name it with --candidates-from)"
+        raise DistillError(f"no usable single-kernel study of {gpu.fingerprint}{hint}: "
                            + "; ".join(sorted({s.reason for s in skipped}))[:300])
     held_shapes = {(s.rows, s.cols) for s in hold_out}
     held = [p for p in points if (p.rows, p.cols) in held_shapes and not p.probe]
@@ -365,6 +371,8 @@ def distill(
         "tool": f"inductor_tune {__version__} (inductor-tune distill)",
         "databases": list(names or db_urls),
         "gpu_fingerprint": gpu.fingerprint,
+        # Whose studies chose the candidates this GPU timed; every number fitted was measured on this GPU.
+        "candidates_from": source.fingerprint if source else None,
         "torch": gpu.torch,
         "triton": gpu.triton,
         "parameters": dataclasses.asdict(params),

@@ -105,16 +105,20 @@ class Skipped:
 
 
 def select_gpu(stores: Sequence[Store], query: str) -> GpuSpec:
-    """The one GPU fingerprint (torch and triton included) that ``query`` names."""
+    """The one GPU fingerprint (torch and triton included) that ``query`` names: one with studies, or with
+    crossmeasure records only (its candidates came from another GPU's studies, ``--candidates-from``)."""
     found: dict[str, Gpu] = {}
     for store in stores:
         for study in store.studies():
             found.setdefault(study.gpu.fingerprint, study.gpu)
+        for rec in store.crossmeasures():
+            found.setdefault(rec.gpu.fingerprint, rec.gpu)
     q = query.lower()
     matches = [g for fp, g in found.items() if q == fp.lower() or q in g.name.lower() or q in fp.lower()]
     exact = [g for g in matches if g.fingerprint.lower() == q]
     if not matches:
-        raise DistillError(f"no studies of a GPU matching {query!r}; the databases hold {', '.join(found) or 'none'}")
+        raise DistillError(f"no studies or crossmeasure records of a GPU matching {query!r}; the databases hold "
+                           f"{', '.join(found) or 'none'}")
     if len(matches) > 1 and not exact:
         raise DistillError(
             f"{query!r} matches {len(matches)} GPU fingerprints ({', '.join(g.fingerprint for g in matches)}); pass one"
@@ -243,28 +247,52 @@ def _default_description(choice_json: str | None, slot) -> str:
 
 
 def load_points(
-    stores: Sequence[Store], gpu: GpuSpec, names: Sequence[str] | None = None, allow_replayed: bool = False
+    stores: Sequence[Store], gpu: GpuSpec, names: Sequence[str] | None = None, allow_replayed: bool = False,
+    candidates_from: GpuSpec | None = None,
 ) -> tuple[list[ShapePoint], list[Skipped]]:
     """Shape points of one GPU fingerprint, with the crossmeasure records of the same fingerprint
-    merged in; studies of the same shape are pooled."""
+    merged in; studies of the same shape are pooled.
+
+    ``candidates_from``: another GPU whose studies frame this GPU's crossmeasure records at shapes this
+    GPU never studied (``crossmeasure --candidates-from``): their kernel, signature, envelope and
+    proposals, none of their measurements (``transplant``)."""
     by_shape: dict[tuple, list[ShapePoint]] = collections.defaultdict(list)
+    framing: dict[tuple, list[ShapePoint]] = collections.defaultdict(list)
     skipped: list[Skipped] = []
     crossmeasured: dict[tuple, list] = collections.defaultdict(list)
     for store, db_name in zip(stores, names or [s.url for s in stores]):
         for study in store.studies():
-            if study.gpu.fingerprint != gpu.fingerprint:
+            if study.gpu.fingerprint == gpu.fingerprint:
+                into = by_shape
+            elif candidates_from is not None and study.gpu.fingerprint == candidates_from.fingerprint:
+                into = framing
+            else:
                 continue
             got = _study_point(store, study, db_name, allow_replayed)
             if isinstance(got, Skipped):
                 skipped.append(got)
             else:
-                by_shape[(got.kernel, got.rows, got.cols, got.dtype)].append(got)
+                into[(got.kernel, got.rows, got.cols, got.dtype)].append(got)
         for rec in store.crossmeasures():
             if rec.gpu.fingerprint == gpu.fingerprint and (allow_replayed or not rec.replayed):
                 crossmeasured[(rec.kernel, rec.rows, rec.cols, rec.dtype)].append(rec)
     points = [_with_crossmeasure(_pool(ps), crossmeasured.get(key, ())) for key, ps in sorted(by_shape.items())]
-    probed = [_probe(points, key, records) for key, records in sorted(crossmeasured.items()) if key not in by_shape]
+    # Another GPU's study frames a shape only where this GPU measured it: nothing of its times is kept.
+    framed = [_with_crossmeasure(transplant(_pool(ps)), crossmeasured[key]) for key, ps in sorted(framing.items())
+              if key not in by_shape and key in crossmeasured]
+    points += [p for p in framed if p.crossmeasured]
+    known = {(p.kernel, p.rows, p.cols, p.dtype) for p in points}
+    probed = [_probe(points, key, records) for key, records in sorted(crossmeasured.items()) if key not in known]
     return points + [p for p in probed if p is not None], skipped
+
+
+def transplant(point: ShapePoint) -> ShapePoint:
+    """Another GPU's study point as the frame of this GPU's measurements at the same shape: the kernel it
+    compiled and the configs its studies proposed, with every measurement, and what Inductor chose there,
+    dropped.  This GPU's crossmeasure check (the forced kernel must be one its compile generates) is what
+    says the frame fits."""
+    return dataclasses.replace(point, speedups={}, noise=0.0, studies=(), inductor_default="",
+                               interleaved=frozenset(), failed=frozenset(), crossmeasured=0)
 
 
 def probe_point(parent: ShapePoint, rows: int, cols: int | None = None, span: bool = False) -> ShapePoint:

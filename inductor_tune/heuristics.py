@@ -113,6 +113,11 @@ def _flow_rows(holdout: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _candidates_note(provenance) -> str:
+    source = provenance.get("candidates_from")
+    return f"; the candidates it timed were proposed by studies of {source}" if source else ""
+
+
 def to_yaml(heur: Heuristics) -> str:
     rules = []
     for rule in heur.rules:
@@ -131,7 +136,8 @@ def to_yaml(heur: Heuristics) -> str:
     }
     header = (
         f"# Distilled reduction-kernel heuristics for {heur.gpu.name} ({heur.gpu.fingerprint}).\n"
-        "# Written by `inductor-tune distill`; every number comes from the studies named under provenance.\n"
+        "# Written by `inductor-tune distill`; every number comes from the databases named under provenance,\n"
+        f"# measured on this GPU{_candidates_note(heur.provenance)}.\n"
         "# Rules key on next_pow2(rnumel) / next_pow2(xnumel) ranges (inclusive), the kernel kind and the\n"
         "# smallest element size; `keep_default` means the evidence did not beat Inductor beyond noise.\n"
     )

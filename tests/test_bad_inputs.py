@@ -334,7 +334,7 @@ CASES = [
     (["crossmeasure", Q, RS, "db/sweeps.sqlite", "--storage", "db/sweeps.sqlite"], "also the storage"),
     (["crossmeasure", Q, RS, "trunc.sqlite", "--storage", "cm.sqlite"], "not a readable SQLite database"),
     (["crossmeasure", Q, "--hold-out", "1x", "--storage", "cm.sqlite"], "not MxN"),
-    (["crossmeasure", Q, "--storage", "cm.sqlite", "--plan-only", "B200"], "no studies of a GPU matching"),
+    (["crossmeasure", Q, "--storage", "cm.sqlite", "--plan-only", "B200"], "no studies or crossmeasure records of a GPU matching"),
     (["crossmeasure", Q, "--storage", "cm.sqlite", "--gpu", "-1"], "--gpu -1"),
     (["crossmeasure", Q, "--storage", "cm.sqlite", "--workers", "0"], "--workers must be at least 1"),
     # -- distill
@@ -343,7 +343,7 @@ CASES = [
     (["distill", "corrupt.sqlite", "--gpu", "H200"], "damaged SQLite database"),
     (["distill", "notes.sqlite", "--gpu", "H200"], "not an SQLite database"),
     (["distill", "missing.sqlite", "--gpu", "H200"], "no database at"),
-    (["distill", Q, "--gpu", "B200", "--out", "h.yaml"], "no studies of a GPU matching"),
+    (["distill", Q, "--gpu", "B200", "--out", "h.yaml"], "no studies or crossmeasure records of a GPU matching"),
     (["distill", Q, "--gpu", "H200", "--min-coverage", "2"], "--min-coverage must lie in [0, 1]"),
     (["distill", Q, "--gpu", "H200", "--min-shapes", "0"], "--min-shapes be at least 1"),
     (["distill", Q, "--gpu", "H200", "--hold-out", "4096"], "not MxN"),

@@ -267,7 +267,7 @@ def test_cli_plan_only_prints_the_plan_and_bad_arguments_are_one_line(points, tm
         ([*dbs, "--rounds", "1"], "--rounds must be at least 2"),
         ([*dbs, "--top", "0"], "--top and --max-configs at least 1"),
         ([absent, *dbs, "--plan-only", "H200"], f"no database at {absent}"),
-        ([*dbs, "--plan-only", "A100"], "no studies of a GPU matching 'A100'"),
+        ([*dbs, "--plan-only", "A100"], "no studies or crossmeasure records of a GPU matching 'A100'"),
     ]:
         assert cli.main(["crossmeasure", *argv, "--storage", str(storage)]) == 2
         (line,) = capsys.readouterr().err.strip().splitlines()

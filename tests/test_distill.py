@@ -477,7 +477,7 @@ def test_cli_distill_writes_the_file_and_bad_input_is_one_line(tmp_path, capsys)
     for argv, message in [
         (["--hold-out", "16384x1536,99x7"], "no usable study of the held-out shape(s) 99x7"),
         (["--hold-out", "16384"], "'16384' is not MxN"),
-        (["--gpu", "A100"], "no studies of a GPU matching 'A100'"),
+        (["--gpu", "A100"], "no studies or crossmeasure records of a GPU matching 'A100'"),
         (["--min-coverage", "2"], "--min-coverage"),
     ]:
         assert cli.main(["distill", *dbs, "--gpu", "H200", *argv, "--out", str(out)]) == 2

@@ -39,6 +39,9 @@ class CrossmeasureRequest:
     span_probes: int = 0
     seed: int = 0
     avoid_draws: tuple[str, ...] = ()
+    # A GPU (query) whose studies choose the candidates, for a GPU with no studies of its own: the plan is
+    # that GPU's, the times this one's, and each record's origins name the proposing GPU.
+    candidates_from: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,12 +73,12 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
     check_url(storage, create=True)
     if request.replay and request.span_probes:
         raise AppError("--span-probes with --replay: a recording has no measurements at shapes no study ran")
-    if request.span_probes:
+    if request.avoid_draws:
         from .validate import read_draws
 
         read_draws(request.avoid_draws, "--avoid-draw")  # a bad file is reported before the GPU is asked for
-    elif request.avoid_draws:
-        raise AppError("--avoid-draw keeps held-out draws out of span probes; give --span-probes too")
+    if request.candidates_from:
+        _source(request)  # an unknown GPU is reported before the GPU is asked for
     if request.replay and request.probes:  # a recording holds the studies' own shapes; probes lie between them
         # Warned once the input is known good: a bad input's output is its one error line.
         log.warning("--replay: no probes (a recording has no measurements at shapes no study ran)")
@@ -104,25 +107,65 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
     return CrossmeasureResult(request, tuple(items), storage, counts)
 
 
-def _plan(request: CrossmeasureRequest, gpu_query: str) -> list:
-    from .. import crossmeasure as crossmeasure_mod
+def _stores(request: CrossmeasureRequest) -> list:
     from ..distill import open_stores
-    from ..evidence import DistillError, load_points, select_gpu
+    from ..evidence import DistillError
 
     try:
-        stores = open_stores([storage_url(d) for d in request.dbs])
-        gpu = select_gpu(stores, gpu_query)
+        return open_stores([storage_url(d) for d in request.dbs])
     except DistillError as exc:
         raise AppError(str(exc)) from None
-    points, _ = load_points(stores, gpu, list(request.dbs), allow_replayed=bool(request.replay))
+
+
+def _select(stores: list, query: str, what: str):
+    from ..evidence import DistillError, select_gpu
+
+    try:
+        return select_gpu(stores, query)
+    except DistillError as exc:
+        raise AppError(f"{what}{exc}") from None
+
+
+def _source(request: CrossmeasureRequest):
+    return _select(_stores(request), request.candidates_from, "--candidates-from: ")
+
+
+def _plan(request: CrossmeasureRequest, gpu_query: str) -> list:
+    """The items to time on the GPU ``gpu_query`` names (for span probes: that GPU's fit)."""
+    from .. import crossmeasure as crossmeasure_mod
+    from ..evidence import load_points
+    from .validate import read_draws
+
+    stores = _stores(request)
+    source = _source(request) if request.candidates_from else None
+    if source is not None and source.fingerprint == gpu_query:
+        raise AppError(f"--candidates-from {request.candidates_from!r} names the GPU measured; it has studies of its own")
+    if request.span_probes or source is None:
+        # Span probes are placed by this GPU's fit, framed by the source's studies where it has none.
+        gpu = _select(stores, gpu_query, "the GPU measured: " if source else "")
+        if source is not None and gpu.fingerprint == source.fingerprint:
+            raise AppError(f"--candidates-from {request.candidates_from!r} names the GPU measured; "
+                           "it has studies of its own")
+        points, _ = load_points(stores, gpu, list(request.dbs), bool(request.replay), source)
+    else:
+        gpu = source
+        points, _ = load_points(stores, source, list(request.dbs), bool(request.replay))
     points = [p for p in points if request.kernels is None or p.kernel in request.kernels]
     if not points:
         raise AppError(f"no usable single-kernel study of {gpu.fingerprint} in {', '.join(request.dbs)}")
+    avoid = {(rows, cols) for draw in read_draws(request.avoid_draws, "--avoid-draw")
+             for _, rows, cols, _ in draw.problems} | {(s.rows, s.cols) for s in request.hold_out}
     if request.span_probes:
-        from .validate import read_draws
-
-        avoid = {(rows, cols) for draw in read_draws(request.avoid_draws, "--avoid-draw")
-                 for _, rows, cols, _ in draw.problems} | {(s.rows, s.cols) for s in request.hold_out}
-        return crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs)
-    return crossmeasure_mod.plan(points, request.top, request.neighbours, request.max_configs, request.probes,
-                                 request.hold_out)
+        items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs)
+    else:
+        items = crossmeasure_mod.plan(points, request.top, request.neighbours, request.max_configs, request.probes,
+                                      request.hold_out)
+        if source is not None:
+            fitted = [p for p in points if (p.rows, p.cols) not in {(s.rows, s.cols) for s in request.hold_out}]
+            items = crossmeasure_mod.lead_with_rules(items, fitted, request.max_configs)
+        # A studied shape is never drawn, but a probe between studied rows may land on a drawn problem.
+        items = [i for i in items if (i.point.rows, i.point.cols) not in avoid or not i.point.probe]
+    if source is None:
+        return items
+    return [dataclasses.replace(i, origins=tuple(tuple(f"{source.fingerprint}: {o}" for o in names)
+                                                 for names in i.origins)) for i in items]
