@@ -211,10 +211,12 @@ def bytes_needed(item: PlanItem, fixed: float, factor: dict[bool, float]) -> flo
     return fixed + activation * (factor[backward] + per_config * (len(item.configs) + 1))
 
 
-def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingSpec = TIMING, progress=None) -> dict:
+def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingSpec = TIMING, progress=None,
+        span_seed: int | None = None) -> dict:
     """Measure every item (one worker task each, as many at once as GPU memory allows) and store a
     record per item; items this GPU stack already has a complete record of are skipped (a run cut
-    short resumes).  Returns counts of stored, skipped and failed items."""
+    short resumes).  Returns counts of stored, skipped and failed items.  ``span_seed``: the seed of
+    span probes, stored with each record so that ``distill`` can tell one round from the next."""
     from .workers import WORKER_ACTIVATION_FACTOR, WORKER_FIXED_BYTES, TaskFailure, run_tasks, workers_that_fit
 
     replayed, key = pool.fingerprint.replayed, pool.fingerprint.key
@@ -249,7 +251,8 @@ def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingS
             dtype=item.point.dtype, configs_json=json.dumps(payload_configs(item)),
             rounds_json=json.dumps(result.times), origin_json=json.dumps([list(o) for o in item.origins]),
             checks_json=json.dumps({"errors": result.errors, "failures": result.failures}),
-            timing_json=json.dumps({**dataclasses.asdict(timing), "rounds": rounds, "interleaved": True}),
+            timing_json=json.dumps({**dataclasses.asdict(timing), "rounds": rounds, "interleaved": True,
+                                    **({"span_seed": span_seed} if span_seed is not None else {})}),
             replayed=replayed,
         )
         if progress is not None:

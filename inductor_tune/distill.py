@@ -31,7 +31,7 @@ import collections
 import dataclasses
 import logging
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from . import __version__, stats
 from .stats import geomean
@@ -62,6 +62,11 @@ class FitParams:
     interleaved_only: bool = True
     # Replayed studies copy other measurements; only the CPU demo fits them (and says so in provenance).
     allow_replayed: bool = False
+    # A kernel kind ships configs only once span probing has settled there: where the latest round of span
+    # probes still caught a rule's config slower beyond noise, the next fit has only moved the failure
+    # elsewhere (fused mix-order backwards on an H200 and an H100 lost in every round), so every rule of
+    # that kind keeps Inductor's default.  See ``unsettled_kinds``.
+    settled_kinds_only: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,6 +211,39 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
                                   (envelope,) if envelope else (), (min(p.rows for p in spread), max(p.rows for p in spread)),
                                   (min(p.cols for p in fit.points), max(p.cols for p in fit.points))))
     return rules
+
+
+def unsettled_kinds(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> dict[str, str]:
+    """Kernel kinds whose latest span-probe round found the placing fit's config slower than the default
+    beyond noise (or failing) at some probe, with the reason.  A span probe is placed by a fit that had
+    not seen it, so its latest round is an out-of-sample check the next fit has not yet had."""
+    latest: dict[str, tuple[str, ...]] = {}
+    for p in points:
+        if p.span and p.span_round:
+            latest[p.kind] = max(latest.get(p.kind, ()), p.span_round)
+    out = {}
+    for kind, last in sorted(latest.items()):
+        lost = {}
+        for p in points:
+            if not (p.span and p.kind == kind and p.span_round == last and p.placed_by is not None):
+                continue
+            if p.placed_by in p.failed:
+                lost[p.label] = 0.0
+            elif p.placed_by in p.speedups and p.speedups[p.placed_by] < 1 - max(p.noise, params.noise_floor):
+                lost[p.label] = p.speedups[p.placed_by]
+        if lost:
+            worst = min(lost, key=lost.get)
+            out[kind] = (f"the latest span-probe round ({last[1]}, seed {last[2] or '-'}) still found the rule's config "
+                         f"slower than the default beyond noise at {len(lost)} probe(s) (worst {lost[worst]:.3f} at "
+                         f"{worst}); this kind keeps Inductor's default until a round finds no loss")
+    return out
+
+
+def settle(rules: Sequence[RuleSpec], unsettled: Mapping[str, str]) -> list[RuleSpec]:
+    """The rules with every config of an unsettled kind replaced by Inductor's default, saying why."""
+    return [dataclasses.replace(r, config=None, evidence=dataclasses.replace(
+                r.evidence, note=f"fitted {r.config.describe()}, not shipped: {unsettled[r.kind]}"))
+            if r.config is not None and r.kind in unsettled else r for r in rules]
 
 
 def size_groups(points: Sequence[ShapePoint]) -> dict[tuple[str, int, str, str, int], list[ShapePoint]]:
@@ -365,6 +403,8 @@ def distill(
     if not fitted:
         raise DistillError("every usable shape is held out: nothing left to fit")
     rules = fit_rules(fitted, params, proposed_by(fitted) if held else None)
+    unsettled = unsettled_kinds(fitted, params) if params.settled_kinds_only else {}
+    rules = settle(rules, unsettled)
     kinds = {p.kind for p in fitted}
     shapes_by_kind = {k: sorted(p.label for p in fitted if p.kind == k) for k in sorted(kinds)}
     provenance = {
@@ -379,6 +419,7 @@ def distill(
         "shapes": shapes_by_kind,
         "held_out_shapes": sorted(p.label for p in held),
         "probe_shapes": sum(p.probe for p in fitted),
+        "unsettled_kinds": unsettled,
         "crossmeasured_shapes": sum(p.crossmeasured > 0 for p in points),
         "studies": sorted(n for p in fitted for n in p.studies),
         "skipped_studies": [{"study": s.study, "reason": s.reason} for s in skipped],

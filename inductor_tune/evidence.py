@@ -67,6 +67,10 @@ class ShapePoint:
     # A span probe (crossmeasure.span_probes): placed inside a rule's span by a fit of every shape, not
     # at 3/2 of one studied shape's rows.
     span: bool = False
+    # A span probe's round (when it began, its database, its seed: sortable) and the config the placing
+    # fit's rule set there, timed first: what that fit claimed where it had not looked.
+    span_round: tuple[str, ...] = ()
+    placed_by: SlotConfig | None = None
 
     @property
     def label(self) -> str:
@@ -260,6 +264,7 @@ def load_points(
     framing: dict[tuple, list[ShapePoint]] = collections.defaultdict(list)
     skipped: list[Skipped] = []
     crossmeasured: dict[tuple, list] = collections.defaultdict(list)
+    span_rounds: dict[tuple, tuple[str, ...]] = {}
     for store, db_name in zip(stores, names or [s.url for s in stores]):
         for study in store.studies():
             if study.gpu.fingerprint == gpu.fingerprint:
@@ -273,17 +278,37 @@ def load_points(
                 skipped.append(got)
             else:
                 into[(got.kernel, got.rows, got.cols, got.dtype)].append(got)
-        for rec in store.crossmeasures():
-            if rec.gpu.fingerprint == gpu.fingerprint and (allow_replayed or not rec.replayed):
-                crossmeasured[(rec.kernel, rec.rows, rec.cols, rec.dtype)].append(rec)
+        records = [rec for rec in store.crossmeasures()
+                   if rec.gpu.fingerprint == gpu.fingerprint and (allow_replayed or not rec.replayed)]
+        for rec in records:
+            crossmeasured[(rec.kernel, rec.rows, rec.cols, rec.dtype)].append(rec)
+        span_rounds.update(_span_rounds(records, db_name))
     points = [_with_crossmeasure(_pool(ps), crossmeasured.get(key, ())) for key, ps in sorted(by_shape.items())]
     # Another GPU's study frames a shape only where this GPU measured it: nothing of its times is kept.
     framed = [_with_crossmeasure(transplant(_pool(ps)), crossmeasured[key]) for key, ps in sorted(framing.items())
               if key not in by_shape and key in crossmeasured]
     points += [p for p in framed if p.crossmeasured]
     known = {(p.kernel, p.rows, p.cols, p.dtype) for p in points}
-    probed = [_probe(points, key, records) for key, records in sorted(crossmeasured.items()) if key not in known]
+    probed = [_probe(points, key, records, span_rounds.get(key, ()))
+              for key, records in sorted(crossmeasured.items()) if key not in known]
     return points + [p for p in probed if p is not None], skipped
+
+
+def _is_span(rec) -> bool:
+    # A row probe's configs were proposed by studies its record names; a span probe's come from a fit of
+    # every shape, and its record names no proposer.
+    return not any(json.loads(rec.origin_json or "[]"))
+
+
+def _span_rounds(records: Sequence, db_name: str) -> dict[tuple, tuple[str, ...]]:
+    """Per shape of a span-probe record, its round: the records of one database and seed (older records
+    carry no seed: one round per database), keyed by when the round's first record was stored."""
+    rounds: dict[tuple, list] = collections.defaultdict(list)
+    for rec in records:
+        if _is_span(rec):
+            rounds[(db_name, str(json.loads(rec.timing_json or "{}").get("span_seed", "")))].append(rec)
+    return {(rec.kernel, rec.rows, rec.cols, rec.dtype): (min(r.created for r in recs).isoformat(), *round_id)
+            for round_id, recs in rounds.items() for rec in recs}
 
 
 def transplant(point: ShapePoint) -> ShapePoint:
@@ -315,7 +340,8 @@ def runs_over_rows(point: ShapePoint) -> bool:
     return point.slot.xnumel == point.rows and point.slot.rnumel == point.cols
 
 
-def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence) -> ShapePoint | None:
+def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_round: tuple[str, ...] = ()
+           ) -> ShapePoint | None:
     """The probe point of crossmeasure records at a shape no study ran: the kernel of the studied shape
     of the same kernel and dtype, in the same power-of-two bucket of N, with the nearest N and then the
     nearest rows, at these sizes (a row probe keeps its N; a span probe, ``crossmeasure.span_probes``,
@@ -328,10 +354,12 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence) -> Shape
                  kernel, rows, cols, dtype)
         return None
     parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows, p.cols))
-    # A row probe's configs were proposed by studies its record names; a span probe's come from a fit of
-    # every shape, and its record names no proposer.
-    span = all(not any(json.loads(rec.origin_json or "[]")) for rec in records)
+    span = all(_is_span(rec) for rec in records)
     point = probe_point(parent, rows, cols, span)
+    if span:
+        first = [TrialConfig.from_json(c) for c in json.loads(records[-1].configs_json)][1:2]
+        point = dataclasses.replace(point, span_round=span_round,
+                                    placed_by=first[0].slot_map().get(point.slot.key) if first else None)
     for rec in records:
         reasons = [f for f in json.loads(rec.checks_json).get("failures", []) if f]
         if any("that this compile did not generate" in f for f in reasons):

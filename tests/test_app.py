@@ -41,11 +41,16 @@ class _Pool(ScriptedPool):
         return _answer(self.speedup)
 
 
+# What torch.cuda.get_device_properties says of the one GPU (class attribute: a test may swap it).
+_Pool.props = types.SimpleNamespace(total_memory=80 * 2**30, name="NVIDIA H200", major=9, minor=0,
+                                    multi_processor_count=132)
+
+
 @pytest.fixture
 def gpu(monkeypatch):
     """A visible GPU with 80 GiB, for the app's torch checks; workers answered by ``_Pool``."""
     cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1,
-                                 get_device_properties=lambda i: types.SimpleNamespace(total_memory=80 * 2**30))
+                                 get_device_properties=lambda i: _Pool.props)
     monkeypatch.setattr(app_validate, "import_torch", lambda command: types.SimpleNamespace(cuda=cuda))
     monkeypatch.setattr("inductor_tune.workers.WorkerPool", _Pool)
     return _Pool
@@ -81,12 +86,18 @@ def test_the_gate_announces_its_draw_then_passes(gpu, tmp_path, capsys):
 
 
 def test_a_heuristic_file_for_another_gpu_is_one_line(gpu, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(_Pool, "fingerprint", dataclasses.replace(H200, name="NVIDIA H100", sm_count=114))
-    code = cli.main(["validate", "heuristics/h200.yaml", "--shapes", "32768x4096", "--kernels", "rmsnorm_fwd",
-                     "--db", "db/quack.sqlite", "--storage", str(tmp_path / "v.sqlite"), "--no-progress"])
-    assert code == 2
-    assert capsys.readouterr().err.strip() == ("inductor-tune: error: heuristics/h200.yaml is for NVIDIA H200; "
-                                               "GPU 0 is NVIDIA H100")
+    # An H100 SXM has an H200's capability and SM count: the name tells them apart, before any worker starts.
+    monkeypatch.setattr(_Pool, "props", types.SimpleNamespace(**{**vars(_Pool.props), "name": "NVIDIA H100 80GB HBM3"}))
+    monkeypatch.setattr(_Pool, "__init__", lambda *a, **k: pytest.fail("a worker pool was started"))
+    for extra in (["--shapes", "32768x4096", "--kernels", "rmsnorm_fwd", "--db", "db/quack.sqlite"],
+                  ["--models", "llama-2048"]):
+        code = cli.main(["validate", "heuristics/h200.yaml", *extra, "--storage", str(tmp_path / "v.sqlite"),
+                         "--no-progress"])
+        assert code == 2
+        assert capsys.readouterr().err.strip() == (
+            "inductor-tune: error: heuristics/h200.yaml is for NVIDIA H200; GPU 0 is NVIDIA H100 80GB HBM3: "
+            "validate a file on the GPU model it was distilled for")
+    assert not (tmp_path / "v.sqlite").exists()
 
 
 def test_validate_models_stores_and_prints_a_row_per_model(gpu, tmp_path, monkeypatch, capsys):
@@ -97,7 +108,8 @@ def test_validate_models_stores_and_prints_a_row_per_model(gpu, tmp_path, monkey
 
     monkeypatch.setattr(models, "run_one", run_one)
     monkeypatch.setattr(app_validate, "import_torch", lambda command: types.SimpleNamespace(
-        cuda=types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1)))
+        cuda=types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1,
+                                   get_device_properties=lambda i: _Pool.props)))
     storage = tmp_path / "v.sqlite"
     code = cli.main(["validate", "heuristics/h200.yaml", "--models", "llama-2048,gpt2-1024", "--rounds", "3",
                      "--storage", str(storage), "--no-progress"])

@@ -79,6 +79,17 @@ def test_validate_two_shapes(tmp_path):
          "--no-progress"],
         capture_output=True, text=True, timeout=900,
     )
+    from inductor_tune import heuristics
+
+    heur = heuristics.load(HEURISTICS)
+    if not heuristics.device_matches(heur, torch.cuda.get_device_properties(0)):
+        # Another GPU model: one line, before any worker starts, and nothing stored.
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+            f"inductor-tune: error: {HEURISTICS} is for {heur.gpu.name}; GPU 0 is "
+            f"{torch.cuda.get_device_properties(0).name}: validate a file on the GPU model it was distilled for"
+        ], proc.stderr
+        assert not storage.exists()
+        return
     assert proc.returncode in (0, 1), proc.stderr  # 1: a regression, reported as such
     assert "16384x3072" in proc.stdout and "32768x4096" in proc.stdout, proc.stdout
     from inductor_tune.store import Store

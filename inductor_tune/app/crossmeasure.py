@@ -103,7 +103,8 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
         # Only the GPU and software stack the studies ran on can confirm their configs.
         items = _plan(request, pool.fingerprint.key)
         with tqdm(total=len(items), disable=not request.progress, unit="shape", desc="crossmeasuring") as bar:
-            counts = crossmeasure_mod.run(items, pool, store, request.rounds, progress=bar)
+            counts = crossmeasure_mod.run(items, pool, store, request.rounds, progress=bar,
+                                          span_seed=request.seed if request.span_probes else None)
     return CrossmeasureResult(request, tuple(items), storage, counts)
 
 

@@ -115,6 +115,7 @@ def validate(request: ValidateRequest, on_draw: Callable[[Draw, int], None] | No
     check_url(storage, create=True)
     torch = import_torch("validate")
     require_gpus(torch, "validate")
+    _require_device(torch, heur, request.heuristics, request.gpu)
     from tqdm import tqdm
 
     from ..validate import run_validation
@@ -125,10 +126,6 @@ def validate(request: ValidateRequest, on_draw: Callable[[Draw, int], None] | No
     with WorkerPool(request.gpu, request.workers or _workers(torch, problems, request.gpu), 900) as pool, tqdm(
         total=len(problems), disable=not request.progress, unit="shape", desc="validating"
     ) as bar:
-        if pool.fingerprint.sm_count != heur.gpu.sm_count or pool.fingerprint.compute_capability != (
-            f"{heur.gpu.cc // 10}.{heur.gpu.cc % 10}"
-        ):
-            raise AppError(f"{request.heuristics} is for {heur.gpu.name}; GPU {request.gpu} is {pool.fingerprint.name}")
         try:
             rows = run_validation(request.heuristics, problems, pool, store, db_urls, request.rounds, TimingSpec(),
                                   bar, gate=dataclasses.asdict(draw) if draw else None)
@@ -193,16 +190,28 @@ def read_draws(paths: tuple[str, ...], flag: str) -> tuple[Draw, ...]:
     return tuple(draws)
 
 
+def _require_device(torch, heur, path: str, gpu: int) -> None:
+    """A heuristic file is validated on its own GPU model only (name, capability and SM count: an H100 SXM
+    has an H200's capability and SM count), before any worker starts."""
+    from ..heuristics import device_matches
+
+    props = torch.cuda.get_device_properties(gpu)
+    if not device_matches(heur, props):
+        raise AppError(f"{path} is for {heur.gpu.name}; GPU {gpu} is {props.name}: validate a file on the GPU model "
+                       "it was distilled for")
+
+
 def validate_models(request: ModelsRequest) -> ModelsResult:
     """One training-step comparison per model, each in a process of its own; a record per model."""
     from .. import models
     from ..store import Store, check_url
 
-    load_heuristics(request.heuristics)  # a bad file is reported before the GPU is asked for
+    heur = load_heuristics(request.heuristics)  # a bad file is reported before the GPU is asked for
     storage = storage_url(request.storage)
     check_url(storage, create=True)
     torch = import_torch("validate")
     require_gpus(torch, "validate --models", [request.gpu])
+    _require_device(torch, heur, request.heuristics, request.gpu)
     from tqdm import tqdm
 
     store = Store(storage, create=True)
