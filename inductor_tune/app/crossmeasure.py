@@ -139,14 +139,17 @@ def _plan(request: CrossmeasureRequest, gpu_query: str) -> list:
 
     stores = _stores(request)
     source = _source(request) if request.candidates_from else None
-    if source is not None and source.fingerprint == gpu_query:
-        raise AppError(f"--candidates-from {request.candidates_from!r} names the GPU measured; it has studies of its own")
+
+    def refuse_measured(fingerprint: str) -> None:
+        if source is not None and fingerprint == source.fingerprint:
+            raise AppError(f"--candidates-from {request.candidates_from!r} names the GPU measured; "
+                           "it has studies of its own")
+
+    refuse_measured(gpu_query)  # the pool's fingerprint; a --plan-only query is checked once resolved
     if request.span_probes or source is None:
         # Span probes are placed by this GPU's fit, framed by the source's studies where it has none.
         gpu = _select(stores, gpu_query, "the GPU measured: " if source else "")
-        if source is not None and gpu.fingerprint == source.fingerprint:
-            raise AppError(f"--candidates-from {request.candidates_from!r} names the GPU measured; "
-                           "it has studies of its own")
+        refuse_measured(gpu.fingerprint)
         points, _ = load_points(stores, gpu, list(request.dbs), bool(request.replay), source)
     else:
         gpu = source
