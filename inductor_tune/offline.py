@@ -1,6 +1,6 @@
 """Pack what an offline GPU host lacks into a wheelhouse, on a machine that reaches a package index.
 
-    python -m inductor_tune.offline pack [--out wheelhouse] [--with pandas,matplotlib] [--without peers]
+    python -m inductor_tune.offline pack [--out wheelhouse] [--with pandas,matplotlib,peers-current] [--without peers]
 
 The GPU hosts this project measures on have no package index.  They bring CPython 3.12 with torch,
 triton and the scientific stack (``HOST_PROVIDES``) but not Optuna and its storage stack, the
@@ -50,6 +50,13 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # Quack 0.2.2 pins the CUTLASS DSL 4.2.1; newer Quack releases also need apache-tvm-ffi (< 0.2).
     "peers": (("liger-kernel", "quack-kernels", "nvidia-cutlass-dsl", "apache-tvm-ffi"), (
         "liger-kernel==0.8.5", "quack-kernels==0.2.2", "nvidia-cutlass-dsl==4.2.1", "apache-tvm-ffi==0.1.15.post2")),
+    # The newest Quack (LayerNorm backward since 0.6.2), instead of "peers": its CUTLASS DSL comes in three
+    # wheels (the CUDA 12 libraries alone are 92 MB), and it imports einops and torch-c-dlpack-ext.
+    "peers-current": (("liger-kernel", "quack-kernels", "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base",
+                       "nvidia-cutlass-dsl-libs-cu12", "apache-tvm-ffi", "torch-c-dlpack-ext", "einops"), (
+        "liger-kernel==0.8.5", "quack-kernels==0.6.5", "nvidia-cutlass-dsl==4.8.1",
+        "nvidia-cutlass-dsl-libs-base==4.8.1", "nvidia-cutlass-dsl-libs-cu12==4.8.1", "apache-tvm-ffi==0.1.15.post2",
+        "torch-c-dlpack-ext==0.1.5", "einops==0.8.2")),
     "pandas": (("pandas",), ("pandas==3.1.1", "python-dateutil==4.0.0", "tzdata==2026.6")),
     "matplotlib": (("matplotlib",), (
         "matplotlib==3.11.2", "contourpy==1.3.3", "cycler==0.12.1", "fonttools==4.68.0", "kiwisolver==1.5.1",
@@ -106,6 +113,11 @@ def plan(args: argparse.Namespace) -> Plan:
         raise PackError("--without core: inductor_tune needs Optuna's stack; pack it or nothing")
     if added & removed:
         raise PackError(f"--with and --without both name {', '.join(sorted(added & removed))}")
+    if {"peers", "peers-current"} <= added:
+        raise PackError("--with peers,peers-current: one Quack per host; name one of them")
+    # Asking for the newest peers replaces the default ones: two Quacks in one wheelhouse stop install.sh.
+    if "peers-current" in added:
+        removed = removed | {"peers"}
     groups = tuple(g for g in GROUPS if (g in DEFAULT_GROUPS or g in added) and g not in removed)
     if not re.fullmatch(r"3\.\d{1,2}", args.python_version):
         raise PackError(f"--python-version {args.python_version!r} is not a CPython 3 version such as 3.12")
@@ -185,11 +197,12 @@ def install_script(p: Plan, project_wheel: str) -> str:
         "# Dependencies resolved against the host: one missing from both the host and this folder is named here.",
         f'"$py" -m pip install --no-index --find-links "$here" "$@" {_quote(resolved)}',
     ]
-    if "peers" in p.groups:
+    peers = p.roots("peers", "peers-current")
+    if peers:
         lines += [
             "# Without their declared dependencies: torch, triton and the CUDA bindings are the host's; resolving",
             "# would look for torch here, and for cuda-python, which the DSL declares where hosts have cuda-bindings.",
-            f'"$py" -m pip install --no-index --find-links "$here" --no-deps "$@" {_quote(p.roots("peers"))}',
+            f'"$py" -m pip install --no-index --find-links "$here" --no-deps "$@" {_quote(peers)}',
         ]
     lines += [
         f"# A checkout's wheel keeps version {__version__}: replace an installed one, which pip would keep.",
@@ -279,7 +292,8 @@ def _parser() -> argparse.ArgumentParser:
                     "wrote it)")
     pk.add_argument("--with", dest="with_groups", metavar="GROUPS",
                     help=f"also pack these groups, comma-separated (groups: {', '.join(GROUPS)}; default "
-                    f"{','.join(DEFAULT_GROUPS)}; pandas and matplotlib only for a host without them)")
+                    f"{','.join(DEFAULT_GROUPS)}; pandas and matplotlib only for a host without them; peers-current: "
+                    "the newest Quack instead of the pinned one)")
     pk.add_argument("--without", dest="without_groups", metavar="GROUPS", help="leave these default groups out")
     pk.add_argument("--python-version", default="3.12", help="the host's CPython, X.Y (default 3.12)")
     pk.add_argument("--platform", action="append", metavar="TAG",

@@ -21,6 +21,34 @@ def _quack_rmsnorm():
     return lambda x, weight: rmsnorm(x, weight, eps=EPS)
 
 
+def _quack_layernorm():
+    from quack import rmsnorm as quack_norms
+
+    if not hasattr(quack_norms, "layernorm_bwd"):
+        raise ImportError("this Quack has no LayerNorm with bias and backward (since 0.6.2)")
+    import torch
+
+    class QuackLayerNorm(torch.autograd.Function):
+        """Quack's LayerNorm kernels (forward, and backward from the saved mean and rstd) under autograd."""
+
+        @staticmethod
+        def forward(ctx, x, weight, bias):
+            # Quack takes fp32 parameters: the catalog's LayerNorm parameters are fp32, so no copy is timed.
+            w, b = weight.float(), bias.float()
+            out, rstd, mean = quack_norms.layernorm_fwd(x, w, b, eps=EPS, return_rstd=True, return_mean=True)
+            ctx.save_for_backward(x, w, rstd, mean)
+            ctx.dtypes = weight.dtype, bias.dtype
+            return out
+
+        @staticmethod
+        def backward(ctx, dout):
+            x, w, rstd, mean = ctx.saved_tensors
+            dx, dw, db = quack_norms.layernorm_bwd(x, w, dout.contiguous(), rstd, mean, has_bias=True)
+            return dx, dw.to(ctx.dtypes[0]), db.to(ctx.dtypes[1])
+
+    return QuackLayerNorm.apply
+
+
 def _quack_softmax():
     from quack.softmax import softmax
 
@@ -46,17 +74,31 @@ def _liger_softmax():
     return lambda x: LigerSoftmaxFunction.apply(x)
 
 
-_NO_QUACK_LN = "Quack 0.2.2's LayerNorm has no bias and no backward: not the same op"
 PEERS: dict[str, dict[str, Callable[[], Callable] | str]] = {
     "rmsnorm_fwd": {"quack": _quack_rmsnorm, "liger": _liger_rmsnorm},
     "rmsnorm_bwd": {"quack": _quack_rmsnorm, "liger": _liger_rmsnorm},
-    "layernorm_fwd": {"quack": _NO_QUACK_LN, "liger": _liger_layernorm},
-    "layernorm_bwd": {"quack": _NO_QUACK_LN, "liger": _liger_layernorm},
+    # Quack before 0.6.2 has a LayerNorm without bias and backward: reported as not importable there.
+    "layernorm_fwd": {"quack": _quack_layernorm, "liger": _liger_layernorm},
+    "layernorm_bwd": {"quack": _quack_layernorm, "liger": _liger_layernorm},
     "softmax_fwd": {"quack": _quack_softmax, "liger": _liger_softmax},
     "softmax_bwd": {"quack": _quack_softmax, "liger": _liger_softmax},
     "add_rmsnorm_fwd": {"quack": "not wrapped (returns the residual sum in another layout)", "liger": "no fused op"},
 }
 _PACKAGES = {"quack": "quack", "liger": "liger_kernel"}
+_DISTRIBUTIONS = {"quack": "quack-kernels", "liger": "liger-kernel"}
+
+
+def versions() -> dict[str, str | None]:
+    """Each peer library's installed version (None: not installed), kept with every validation record."""
+    import importlib.metadata
+
+    found: dict[str, str | None] = {}
+    for name, distribution in _DISTRIBUTIONS.items():
+        try:
+            found[name] = importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 def peer_functions(kernel: str) -> tuple[dict[str, Callable], dict[str, str]]:

@@ -80,6 +80,10 @@ class ValidationRow:
 def summarize_problem(kernel: str, shape: str, dtype: str, data: dict[str, Any], ceiling_gbps: float) -> ValidationRow:
     times = data["times"]
     notes = list(data["notes"])
+    versions = data.get("peer_versions") or {}  # records before stop 19 do not name them
+    if versions:
+        notes.append("peer versions: " + ", ".join(f"{name} {version or 'not installed'}"
+                                                   for name, version in sorted(versions.items())))
     if DEFAULT not in times:
         raise ValueError(f"{kernel} {shape}: Inductor's default was not timed ({'; '.join(notes)})")
     base = times[DEFAULT]

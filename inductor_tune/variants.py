@@ -89,6 +89,7 @@ def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
         "studied": task.studied, "untouched": untouched, "rules_applied": rules_applied,
         "default_choice": json.loads(default_choice), "heuristic_choice": json.loads(heuristic_choice),
         "slots": [dataclasses.asdict(slot) for slot in default_plan.slots], "bytes": state.bytes,
+        "peer_versions": peers.versions() if want_peers else {},
     }
 
 

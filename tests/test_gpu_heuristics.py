@@ -97,6 +97,7 @@ def test_validate_two_shapes(tmp_path):
     records = Store(f"sqlite:///{storage}", create=False).validations()
     assert sorted((r.rows, r.cols) for r in records) == [(16384, 3072), (32768, 4096)]
     assert all('"inductor_default"' in r.result_json for r in records)
+    assert all('"peer_versions"' in r.result_json for r in records)  # which Quack and Liger were compared
 
 
 def test_mix_order_rule_sets_the_split_and_the_launch_config():
