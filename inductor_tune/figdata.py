@@ -396,6 +396,7 @@ class ValidationPoint:
     # change a kernel and stores Inductor's own time for them elsewhere: that number was not measured.
     measured: bool = True
     drawn: bool = False  # a problem of a random draw (``validate --random``), not a chosen shape
+    version: str | None = None  # a peer library's installed version (records since stop 19 keep it)
 
 
 def _as_store(store_or_url) -> Store:
@@ -479,7 +480,7 @@ def validation_points(store_or_url, heuristics_path: str | None = None, digest: 
                 v["median_ms"], v["gbps"], v["pct_of_ceiling"], v["gbps"] / (v["pct_of_ceiling"] / 100),
                 v["ratio_to_default"], v["ratio_low"], v["ratio_high"], summary.get("studied"),
                 bool(summary["regressed"]), bool(summary["heuristics_applied"]), tuple(summary["notes"]), rec.created,
-                v["name"] in timed, "gate" in result,
+                v["name"] in timed, "gate" in result, (result.get("peer_versions") or {}).get(v["name"]),
             ))
     return out
 

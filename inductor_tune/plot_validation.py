@@ -82,7 +82,10 @@ def _draw_series(ax, measured: Sequence[ValidationPoint], lines: list[list], alo
     """Each variant: one line per M of ``lines``, bare markers at the shapes of ``alone``; NaN (a gap) where
     the variant has no rounds."""
     at = {(p.rows, p.cols, p.variant): p for p in measured}
-    series = [v for v in VALIDATION_SERIES if any(p.variant == v[0] for p in measured)]
+    # A peer's legend names the version the records compared, where they kept it ("Quack 0.6.5").
+    versions = {p.variant: p.version for p in measured if p.version}
+    series = [(n, f"{label} {versions[n]}" if n in versions else label, *rest)
+              for n, label, *rest in VALIDATION_SERIES if any(p.variant == n for p in measured)]
     series += [(n, n, "peer", "x") for n in sorted({p.variant for p in measured} - {v[0] for v in VALIDATION_SERIES})]
     hollow = False  # the stand-in's legend entry is drawn once
     for name, label, color, marker in series:

@@ -221,6 +221,16 @@ def test_variants_not_measured_are_absent_not_zero(gate, validation):
         assert (x in have) == (not math.isnan(y)) and y != 0
 
 
+def test_a_peer_legend_names_the_version_its_records_kept(validation):
+    suite = plot.validation_points(validation, digest="26b57678205cf7d1")
+    assert not any(p.version for p in suite)  # recorded before versions were kept: the bare name
+    labels = [ln.get_label() for ln in plot.plot_validation(_ax(), suite, "rmsnorm_fwd").lines]
+    assert "Quack" in labels
+    versioned = [dataclasses.replace(p, version="0.6.5") if p.variant == "quack" else p for p in suite]
+    labels = [ln.get_label() for ln in plot.plot_validation(_ax(), versioned, "rmsnorm_fwd").lines]
+    assert "Quack 0.6.5" in labels and "Quack" not in labels
+
+
 def test_gate_problems_are_not_joined_by_lines(gate):
     points = plot.validation_points(gate)
     assert all(p.drawn for p in points)
