@@ -15,6 +15,7 @@ import statistics
 import warnings
 from typing import Any, Callable, Sequence
 
+from .gpu import GpuIdentity
 from .records import Outcome
 from .show import study_row  # the same default/best GB/s as `inductor-tune show`, by construction
 from .dbfiles import url_of
@@ -29,18 +30,20 @@ log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
-class GpuInfo:
-    fingerprint: str
-    name: str
-    sm_count: int
-    compute_capability: str
-    memory_gb: float
-    l2_mb: float
-    cuda_driver: str
-    cuda_runtime: str
-    torch: str
-    triton: str
-    ceiling_gbps: float
+class GpuInfo(GpuIdentity):
+    """A stored GPU stack as the figures and the report show it: its identity, the fingerprint its rows
+    are stored under and the copy ceiling measured on it."""
+
+    fingerprint: str = ""
+    ceiling_gbps: float = 0.0
+
+    @property
+    def memory_gb(self) -> float:
+        return self.memory_bytes / 1e9
+
+    @property
+    def l2_mb(self) -> float:
+        return self.l2_bytes / 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,8 +152,8 @@ def gpus(store: Store) -> list[GpuInfo]:
 
     with store.session() as s:
         rows = list(s.scalars(sa.select(Gpu).order_by(Gpu.id)))
-    return [GpuInfo(g.fingerprint, g.name, g.sm_count, g.compute_capability, g.memory_bytes / 1e9, g.l2_bytes / 2**20,
-                    g.cuda_driver, g.cuda_runtime, g.torch, g.triton, g.ceiling_gbps) for g in rows]
+    return [GpuInfo(**dataclasses.asdict(GpuIdentity.from_record(g)), fingerprint=g.fingerprint,
+                    ceiling_gbps=g.ceiling_gbps) for g in rows]
 
 
 def gpu_matches(gpu: str | None, name: str, fingerprint: str) -> bool:
