@@ -40,6 +40,11 @@ def save(fig, out: Path, name: str) -> Path:
     return path
 
 
+def _saved(fig, out: Path, name: str, title: str, caption: str) -> tuple[Figure, Path]:
+    """The figure written under ``out`` as ``name``, with the title and caption the report shows."""
+    return Figure(name, title, caption), save(fig, out, name)
+
+
 # -- studies ---------------------------------------------------------------------------------
 
 
@@ -68,11 +73,11 @@ def _bandwidth(points, ks: Sequence[str], dtype: str, out: Path):
         ax.set_axis_off()
     figure_legend(fig, axes[:len(ks)], ncol=4)
     name = f"bandwidth_{dtype}.png"
-    return (Figure(name, f"Bandwidth vs N ({dtype})",
-                   "Inductor default and best config found (verdict re-measurement when the study has one), GB/s "
-                   "of the minimal traffic; grey line: the GPU's measured copy ceiling. The rules and the peer "
-                   "libraries (Quack, Liger) are timed by `inductor-tune validate`: their figure is drawn from "
-                   "validation records (section Validation, when the database holds some)."), save(fig, out, name))
+    return _saved(fig, out, name, f"Bandwidth vs N ({dtype})",
+                  "Inductor default and best config found (verdict re-measurement when the study has one), GB/s "
+                  "of the minimal traffic; grey line: the GPU's measured copy ceiling. The rules and the peer "
+                  "libraries (Quack, Liger) are timed by `inductor-tune validate`: their figure is drawn from "
+                  "validation records (section Validation, when the database holds some).")
 
 
 def _speedup(points, dtype: str, out: Path):
@@ -82,27 +87,27 @@ def _speedup(points, dtype: str, out: Path):
     fig = new_figure(max(8.0, 0.8 * n_cols + 3.5), 0.55 * n_rows + 2.6)
     plot.plot_speedup_heatmap(fig.subplots(), points, dtype)
     name = f"speedup_{dtype}.png"
-    return (Figure(name, f"Speedup over Inductor's default ({dtype})",
-                   "Median ratio of the interleaved re-measurement rounds, with the range over rounds, of the config "
-                   "adopted (faster than the default in every round, beyond the noise band, and confirmed in fresh "
-                   "rounds). '=': the default is kept because no candidate left the noise band; '= slower': kept "
-                   "because the best candidate was slower in every round. The colour scale ends at the largest "
-                   "speedup that is no outlier (Tukey's fence on the log speedups); an outlier (arrow on the bar) "
-                   "takes the top colour and its number says how far it goes."), save(fig, out, name))
+    return _saved(fig, out, name, f"Speedup over Inductor's default ({dtype})",
+                  "Median ratio of the interleaved re-measurement rounds, with the range over rounds, of the config "
+                  "adopted (faster than the default in every round, beyond the noise band, and confirmed in fresh "
+                  "rounds). '=': the default is kept because no candidate left the noise band; '= slower': kept "
+                  "because the best candidate was slower in every round. The colour scale ends at the largest "
+                  "speedup that is no outlier (Tukey's fence on the log speedups); an outlier (arrow on the bar) "
+                  "takes the top colour and its number says how far it goes.")
 
 
 def _configs(sel, k: str, dtype: str, out: Path):
     fig = new_figure(PAGE_WIDTH_IN, 3.4 * plot.config_grid_rows(sel, k, dtype) + 0.4)
     plot.plot_config_grid(fig, sel, k, dtype)
     name = f"configs_{k}_{dtype}.png"
-    return (Figure(name, f"Config vs N: {k} ({dtype})",
-                   "Launch parameters of the main reduction kernel (largest tile space): crosses, Inductor's own "
-                   "choice; filled markers, the best config found where it was adopted (faster than the default "
-                   "beyond noise), joined only between neighbouring adopted shapes; rings, shapes where the default "
-                   "was kept (drawn at the default's value, which stays in use). R0_BLOCK and num_stages exist only "
-                   "for looped kernels, RSPLIT_SIZE (split size) only for mix-order kernels; the graph-flags panel "
-                   "shows configs that turn split reductions or mix-order reductions off, with their speedup: "
-                   "such a config replaces the main kernel by another one."), save(fig, out, name))
+    return _saved(fig, out, name, f"Config vs N: {k} ({dtype})",
+                  "Launch parameters of the main reduction kernel (largest tile space): crosses, Inductor's own "
+                  "choice; filled markers, the best config found where it was adopted (faster than the default "
+                  "beyond noise), joined only between neighbouring adopted shapes; rings, shapes where the default "
+                  "was kept (drawn at the default's value, which stays in use). R0_BLOCK and num_stages exist only "
+                  "for looped kernels, RSPLIT_SIZE (split size) only for mix-order kernels; the graph-flags panel "
+                  "shows configs that turn split reductions or mix-order reductions off, with their speedup: "
+                  "such a config replaces the main kernel by another one.")
 
 
 def _search(store, points, k: str, dtype: str, out: Path):
@@ -116,11 +121,11 @@ def _search(store, points, k: str, dtype: str, out: Path):
     plot.plot_importances(axes["importance"], history)
     plot.plot_warps_block(axes["map"], block, cells)
     name = f"search_{k}_{dtype}.png"
-    return (Figure(name, f"Search of {k} {top.rows}x{top.cols} ({dtype})",
-                   "The study of this kernel with the largest speedup. Top left: GB/s per Optuna trial (FAIL: "
-                   "measured failure; PRUNED: illegal config, never compiled). Top right: median GB/s of measured "
-                   "trials per num_warps and block size of the main kernel. Bottom: parameter importance over the "
-                   "trials that sampled parameters (the default trial has none)."), save(fig, out, name))
+    return _saved(fig, out, name, f"Search of {k} {top.rows}x{top.cols} ({dtype})",
+                  "The study of this kernel with the largest speedup. Top left: GB/s per Optuna trial (FAIL: "
+                  "measured failure; PRUNED: illegal config, never compiled). Top right: median GB/s of measured "
+                  "trials per num_warps and block size of the main kernel. Bottom: parameter importance over the "
+                  "trials that sampled parameters (the default trial has none).")
 
 
 def gpu_figure(points, comparison, out: Path):
@@ -129,7 +134,7 @@ def gpu_figure(points, comparison, out: Path):
     fig = new_figure(PAGE_WIDTH_IN, 5 * -(-len(kernels) // ncols))
     for ax, k in zip(fig.subplots(-(-len(kernels) // ncols), ncols, squeeze=False).ravel(), kernels):
         plot.plot_gpu_comparison(ax, points, comparison, k)
-    return Figure("gpus.png", "Across GPUs", comparison.message), save(fig, out, "gpus.png")
+    return _saved(fig, out, "gpus.png", "Across GPUs", comparison.message)
 
 
 # -- validation records and heuristic files ----------------------------------------------------
@@ -154,13 +159,13 @@ def validation_figure(points, run, out: Path):
                   if label.startswith("copy ceiling") else label)
     name = f"validation_{run.digest}.png"
     title = f"Validation of {run.heuristics_path} (digest {run.digest})"
-    return (Figure(name, title,
-                   f"{run.shapes} problems, {run.records} records, {run.first:%Y-%m-%d %H:%M} .. "
-                   f"{run.last:%Y-%m-%d %H:%M} UTC. Per kernel, GB/s (minimal traffic) of Inductor's default, the "
-                   "installed rules, the best config the studies found, Quack and Liger, all timed in the same interleaved rounds of one "
-                   "process, and the copy ceiling that run measured (dashed). A variant without rounds in a record "
-                   "is absent there (never zero): the legend says where and why (peer not installed, shape never "
-                   "studied, rules timed only where they change a kernel) below each panel."), save(fig, out, name))
+    return _saved(fig, out, name, title,
+                  f"{run.shapes} problems, {run.records} records, {run.first:%Y-%m-%d %H:%M} .. "
+                  f"{run.last:%Y-%m-%d %H:%M} UTC. Per kernel, GB/s (minimal traffic) of Inductor's default, the "
+                  "installed rules, the best config the studies found, Quack and Liger, all timed in the same interleaved rounds of one "
+                  "process, and the copy ceiling that run measured (dashed). A variant without rounds in a record "
+                  "is absent there (never zero): the legend says where and why (peer not installed, shape never "
+                  "studied, rules timed only where they change a kernel) below each panel.")
 
 
 def heuristics_figure(heur, label: str, out: Path):
@@ -170,11 +175,11 @@ def heuristics_figure(heur, label: str, out: Path):
     fig = new_figure(PAGE_WIDTH_IN, 0.62 * families + 2.4)
     plot.plot_heuristics(fig.subplots(), heur, cells)
     name = f"heuristics_{heur.digest()}.png"
-    return (Figure(name, f"Heuristic file {label} (digest {heur.digest()})",
-                   "One row per kernel family (the kernels a rule's evidence measured), one column per bucket of "
-                   "next_pow2(N). Coloured cells set a launch config, coloured by its in-sample gain over Inductor's "
-                   "default (the file's evidence: geomean over the fitting shapes where it was measured; the scale "
-                   "ends at the largest gain that is no outlier). Grey cells keep Inductor's default; in parentheses "
-                   "the gain of the best candidate that was not adopted (within noise, below the minimum gain, or "
-                   "slower somewhere). Blank: no rule, Inductor decides. A rule applies only inside its evidence "
-                   "(rows, N span, element size, envelope), which the picture does not draw."), save(fig, out, name))
+    return _saved(fig, out, name, f"Heuristic file {label} (digest {heur.digest()})",
+                  "One row per kernel family (the kernels a rule's evidence measured), one column per bucket of "
+                  "next_pow2(N). Coloured cells set a launch config, coloured by its in-sample gain over Inductor's "
+                  "default (the file's evidence: geomean over the fitting shapes where it was measured; the scale "
+                  "ends at the largest gain that is no outlier). Grey cells keep Inductor's default; in parentheses "
+                  "the gain of the best candidate that was not adopted (within noise, below the minimum gain, or "
+                  "slower somewhere). Blank: no rule, Inductor decides. A rule applies only inside its evidence "
+                  "(rows, N span, element size, envelope), which the picture does not draw.")
