@@ -357,9 +357,10 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_rou
     span = all(_is_span(rec) for rec in records)
     point = probe_point(parent, rows, cols, span)
     if span:
-        first = [TrialConfig.from_json(c) for c in json.loads(records[-1].configs_json)][1:2]
-        point = dataclasses.replace(point, span_round=span_round,
-                                    placed_by=first[0].slot_map().get(point.slot.key) if first else None)
+        # The placing fit's rule config is timed first, right after Inductor's default.
+        configs = json.loads(records[-1].configs_json)
+        placed_by = TrialConfig.from_json(configs[1]).slot_map().get(point.slot.key) if len(configs) > 1 else None
+        point = dataclasses.replace(point, span_round=span_round, placed_by=placed_by)
     for rec in records:
         reasons = [f for f in json.loads(rec.checks_json).get("failures", []) if f]
         if any("that this compile did not generate" in f for f in reasons):

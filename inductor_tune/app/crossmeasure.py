@@ -77,8 +77,8 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
         from .validate import read_draws
 
         read_draws(request.avoid_draws, "--avoid-draw")  # a bad file is reported before the GPU is asked for
-    if request.candidates_from:
-        _source(request)  # an unknown GPU is reported before the GPU is asked for
+    if request.candidates_from:  # an unknown GPU is reported before the GPU is asked for
+        _select(_stores(request), request.candidates_from, "--candidates-from: ")
     if request.replay and request.probes:  # a recording holds the studies' own shapes; probes lie between them
         # Warned once the input is known good: a bad input's output is its one error line.
         log.warning("--replay: no probes (a recording has no measurements at shapes no study ran)")
@@ -127,10 +127,6 @@ def _select(stores: list, query: str, what: str):
         raise AppError(f"{what}{exc}") from None
 
 
-def _source(request: CrossmeasureRequest):
-    return _select(_stores(request), request.candidates_from, "--candidates-from: ")
-
-
 def _plan(request: CrossmeasureRequest, gpu_query: str) -> list:
     """The items to time on the GPU ``gpu_query`` names (for span probes: that GPU's fit)."""
     from .. import crossmeasure as crossmeasure_mod
@@ -138,7 +134,7 @@ def _plan(request: CrossmeasureRequest, gpu_query: str) -> list:
     from .validate import read_draws
 
     stores = _stores(request)
-    source = _source(request) if request.candidates_from else None
+    source = _select(stores, request.candidates_from, "--candidates-from: ") if request.candidates_from else None
 
     def refuse_measured(fingerprint: str) -> None:
         if source is not None and fingerprint == source.fingerprint:
@@ -157,15 +153,16 @@ def _plan(request: CrossmeasureRequest, gpu_query: str) -> list:
     points = [p for p in points if request.kernels is None or p.kernel in request.kernels]
     if not points:
         raise AppError(f"no usable single-kernel study of {gpu.fingerprint} in {', '.join(request.dbs)}")
+    held = {(s.rows, s.cols) for s in request.hold_out}
     avoid = {(rows, cols) for draw in read_draws(request.avoid_draws, "--avoid-draw")
-             for _, rows, cols, _ in draw.problems} | {(s.rows, s.cols) for s in request.hold_out}
+             for _, rows, cols, _ in draw.problems} | held
     if request.span_probes:
         items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs)
     else:
         items = crossmeasure_mod.plan(points, request.top, request.neighbours, request.max_configs, request.probes,
                                       request.hold_out)
         if source is not None:
-            fitted = [p for p in points if (p.rows, p.cols) not in {(s.rows, s.cols) for s in request.hold_out}]
+            fitted = [p for p in points if (p.rows, p.cols) not in held]
             items = crossmeasure_mod.lead_with_rules(items, fitted, request.max_configs)
         # A studied shape is never drawn, but a probe between studied rows may land on a drawn problem.
         items = [i for i in items if (i.point.rows, i.point.cols) not in avoid or not i.point.probe]
