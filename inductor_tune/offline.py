@@ -50,12 +50,15 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # Quack 0.2.2 pins the CUTLASS DSL 4.2.1; newer Quack releases also need apache-tvm-ffi (< 0.2).
     "peers": (("liger-kernel", "quack-kernels", "nvidia-cutlass-dsl", "apache-tvm-ffi"), (
         "liger-kernel==0.8.5", "quack-kernels==0.2.2", "nvidia-cutlass-dsl==4.2.1", "apache-tvm-ffi==0.1.15.post2")),
-    # The newest Quack (LayerNorm backward since 0.6.2), instead of "peers": its CUTLASS DSL comes in three
-    # wheels (the CUDA 12 libraries alone are 92 MB), and it imports einops and torch-c-dlpack-ext.
+    # The newest Quack (LayerNorm backward since 0.6.2), instead of "peers": its CUTLASS DSL comes in four
+    # wheels (libs-core holds the DSL's Python sources; the CUDA 12 libraries alone are 92 MB), and it
+    # imports einops and torch-c-dlpack-ext.
     "peers-current": (("liger-kernel", "quack-kernels", "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base",
-                       "nvidia-cutlass-dsl-libs-cu12", "apache-tvm-ffi", "torch-c-dlpack-ext", "einops"), (
+                       "nvidia-cutlass-dsl-libs-core", "nvidia-cutlass-dsl-libs-cu12", "apache-tvm-ffi",
+                       "torch-c-dlpack-ext", "einops"), (
         "liger-kernel==0.8.5", "quack-kernels==0.6.5", "nvidia-cutlass-dsl==4.8.1",
-        "nvidia-cutlass-dsl-libs-base==4.8.1", "nvidia-cutlass-dsl-libs-cu12==4.8.1", "apache-tvm-ffi==0.1.15.post2",
+        "nvidia-cutlass-dsl-libs-base==4.8.1", "nvidia-cutlass-dsl-libs-core==4.8.1",
+        "nvidia-cutlass-dsl-libs-cu12==4.8.1", "apache-tvm-ffi==0.1.15.post2",
         "torch-c-dlpack-ext==0.1.5", "einops==0.8.2")),
     "pandas": (("pandas",), ("pandas==3.1.1", "python-dateutil==4.0.0", "tzdata==2026.6")),
     "matplotlib": (("matplotlib",), (

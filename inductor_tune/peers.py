@@ -22,8 +22,8 @@ def _quack_rmsnorm():
 
 
 def _quack_layernorm():
-    from quack import rmsnorm as quack_norms
-
+    # The module, not ``from quack import rmsnorm``: Quack's __init__ binds that name to the function.
+    quack_norms = importlib.import_module("quack.rmsnorm")
     if not hasattr(quack_norms, "layernorm_bwd"):
         raise ImportError("this Quack has no LayerNorm with bias and backward (since 0.6.2)")
     import torch

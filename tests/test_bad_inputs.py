@@ -28,8 +28,9 @@ CLOSED_PG = "postgresql+psycopg2://it:secret@127.0.0.1:1/postgres"  # port 1: re
 
 
 def _heuristic_doc() -> dict:
-    """heuristics/h200.yaml with its provenance cut down to the one database copied here."""
-    heur = heuristics.load(os.path.join(ROOT, "heuristics", "h200.yaml"))
+    """A measured H200 file with a fused-backward config rule (the one shipped until stop 20; the shipped one
+    has none), its provenance cut down to the one database copied here."""
+    heur = heuristics.load(os.path.join(ROOT, "experiments", "h200", "h200-b1cc3709.yaml"))
     heur = dataclasses.replace(heur, provenance={"databases": ["db/quack.sqlite"]}, holdout={})
     return yaml.safe_load(heuristics.to_yaml(heur))
 

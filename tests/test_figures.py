@@ -44,7 +44,7 @@ def validation(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gate(tmp_path_factory):
-    return _copy(tmp_path_factory, "gate-2031.sqlite")
+    return _copy(tmp_path_factory, "gate-2033.sqlite")
 
 
 def _collection(ax, label):
@@ -396,7 +396,7 @@ def test_a_heuristic_file_that_does_not_parse_leaves_no_report(tmp_path, capsys,
 
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)
-    shutil.copy("db/gate-2031.sqlite", tmp_path / "gate.sqlite")
+    shutil.copy("db/gate-2033.sqlite", tmp_path / "gate.sqlite")
     assert cli.main(["report", str(tmp_path / "gate.sqlite"), "--heuristics", str(bad),
                      "--out", str(tmp_path / "rep")]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]

@@ -231,11 +231,12 @@ def test_a_config_slower_beyond_the_band_at_one_shape_is_a_loss():
     # 1 % slower is inside the floor: no loss.
     (candidate,) = distill.candidates([_point(2048, 1.20), _point(1536, 0.99)], params)
     assert candidate.no_loss and candidate.adoptable
-    # The shape's own noise widens its band: 3 % slower at a shape whose rounds spread 4 % is no loss.
-    (candidate,) = distill.candidates([_point(2048, 1.20), _point(1536, 0.97, noise=0.04)], params)
+    # The shape's own noise widens its band up to 2 %: 1.8 % slower at a shape whose rounds spread 4 % is
+    # no loss ...
+    (candidate,) = distill.candidates([_point(2048, 1.20), _point(1536, 0.982, noise=0.04)], params)
     assert candidate.no_loss
-    # ... and 5 % slower there is one.
-    (candidate,) = distill.candidates([_point(2048, 1.20), _point(1536, 0.95, noise=0.04)], params)
+    # ... and 3 % slower there is one (the noise excuses no more than 2 %).
+    (candidate,) = distill.candidates([_point(2048, 1.20), _point(1536, 0.97, noise=0.04)], params)
     assert not candidate.no_loss
     fit = distill.fit_group([_point(2048, 1.20), _point(1536, 0.97)], params)
     assert fit.config is None and "slower than the default beyond noise" in fit.evidence.note

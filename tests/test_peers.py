@@ -38,7 +38,10 @@ def _quack(with_layernorm_bwd: bool) -> types.ModuleType:
     if with_layernorm_bwd:
         norms.layernorm_bwd = layernorm_bwd
     package = types.ModuleType("quack")
-    package.rmsnorm = norms
+    # As in Quack 0.6.5's __init__: the package attribute ``rmsnorm`` is the function, which shadows the
+    # submodule, so ``from quack import rmsnorm`` does not reach the LayerNorm kernels.
+    package.rmsnorm = lambda x, weight, eps=1e-6: x
+    package.norms = norms
     return package
 
 
@@ -47,8 +50,8 @@ def fake_quack(monkeypatch):
     def install(with_layernorm_bwd=True):
         package = _quack(with_layernorm_bwd)
         monkeypatch.setitem(sys.modules, "quack", package)
-        monkeypatch.setitem(sys.modules, "quack.rmsnorm", package.rmsnorm)
-        return package.rmsnorm
+        monkeypatch.setitem(sys.modules, "quack.rmsnorm", package.norms)
+        return package.norms
     return install
 
 
