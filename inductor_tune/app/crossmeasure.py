@@ -73,18 +73,13 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
     check_url(storage, create=True)
     if request.replay and request.span_probes:
         raise AppError("--span-probes with --replay: a recording has no measurements at shapes no study ran")
-    if request.avoid_draws:
-        from .validate import read_draws
-
-        read_draws(request.avoid_draws, "--avoid-draw")  # a bad file is reported before the GPU is asked for
-    if request.candidates_from:  # an unknown GPU is reported before the GPU is asked for
-        _select(_stores(request), request.candidates_from, "--candidates-from: ")
+    inputs = _inputs(request)  # before the GPU is asked for: a bad draw, database or GPU query is one line
     if request.replay and request.probes:  # a recording holds the studies' own shapes; probes lie between them
         # Warned once the input is known good: a bad input's output is its one error line.
         log.warning("--replay: no probes (a recording has no measurements at shapes no study ran)")
         request = dataclasses.replace(request, probes=())
     if plan_only:
-        return CrossmeasureResult(request, tuple(_plan(request, plan_only)), storage)
+        return CrossmeasureResult(request, tuple(_plan(request, plan_only, inputs)), storage)
     torch = import_torch("crossmeasure")
     from ..choices import check_torch_supported
     from ..workers import BackendSpec, WorkerPool
@@ -101,11 +96,28 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
     store = Store(storage, create=True)
     with WorkerPool(request.gpu, request.workers or default_workers(), 900, backend=backend) as pool:
         # Only the GPU and software stack the studies ran on can confirm their configs.
-        items = _plan(request, pool.fingerprint.key)
+        items = _plan(request, pool.fingerprint.key, inputs)
         with tqdm(total=len(items), disable=not request.progress, unit="shape", desc="crossmeasuring") as bar:
             counts = crossmeasure_mod.run(items, pool, store, request.rounds, progress=bar,
                                           span_seed=request.seed if request.span_probes else None)
     return CrossmeasureResult(request, tuple(items), storage, counts)
+
+
+@dataclasses.dataclass(frozen=True)
+class _PlanInputs:
+    stores: list
+    source: object  # the --candidates-from GPU (evidence.GpuSpec), or None
+    draws: tuple  # the --avoid-draw held-out draws
+
+
+def _inputs(request: CrossmeasureRequest) -> _PlanInputs:
+    """What a plan reads besides the request, read once."""
+    from .validate import read_draws
+
+    draws = read_draws(request.avoid_draws, "--avoid-draw")
+    stores = _stores(request)
+    source = _select(stores, request.candidates_from, "--candidates-from: ") if request.candidates_from else None
+    return _PlanInputs(stores, source, draws)
 
 
 def _stores(request: CrossmeasureRequest) -> list:
@@ -127,15 +139,13 @@ def _select(stores: list, query: str, what: str):
         raise AppError(f"{what}{exc}") from None
 
 
-def _plan(request: CrossmeasureRequest, gpu_query: str) -> list:
+def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | None = None) -> list:
     """The items to time on the GPU ``gpu_query`` names (for span probes: that GPU's fit)."""
     from .. import crossmeasure as crossmeasure_mod
     from ..evidence import load_points
-    from .validate import read_draws
 
-    stores = _stores(request)
-    source = _select(stores, request.candidates_from, "--candidates-from: ") if request.candidates_from else None
-
+    inputs = inputs or _inputs(request)
+    stores, source, draws = inputs.stores, inputs.source, inputs.draws
     def refuse_measured(fingerprint: str) -> None:
         if source is not None and fingerprint == source.fingerprint:
             raise AppError(f"--candidates-from {request.candidates_from!r} names the GPU measured; "
@@ -154,8 +164,7 @@ def _plan(request: CrossmeasureRequest, gpu_query: str) -> list:
     if not points:
         raise AppError(f"no usable single-kernel study of {gpu.fingerprint} in {', '.join(request.dbs)}")
     held = {(s.rows, s.cols) for s in request.hold_out}
-    avoid = {(rows, cols) for draw in read_draws(request.avoid_draws, "--avoid-draw")
-             for _, rows, cols, _ in draw.problems} | held
+    avoid = {(rows, cols) for draw in draws for _, rows, cols, _ in draw.problems} | held
     if request.span_probes:
         items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs)
     else:
