@@ -72,6 +72,12 @@ class FitParams:
     # elsewhere (fused mix-order backwards on an H200 and an H100 lost in every round), so every rule of
     # that kind keeps Inductor's default.  See ``unsettled_kinds``.
     settled_kinds_only: bool = True
+    # What one lost span probe keeps at the default: "rule" (the rule whose span it lay in, see
+    # ``unsettled_rules``) or "kind" (every rule of its kernel kind, the shipped files up to stop 20).
+    # Once span probes took N from every alignment class (crossmeasure.ALIGNMENT_CLASSES), each round on
+    # an H200 found some small loss in one or two of ~30 inner-looped rules (0.94x at 2076x1894), which
+    # sent all 24 of them back to the default; a loss says nothing of a rule whose span it is not in.
+    settle_by: str = "rule"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,6 +255,50 @@ def unsettled_kinds(points: Sequence[ShapePoint], params: FitParams = FitParams(
     return out
 
 
+def _probed_by(rule: RuleSpec, p: ShapePoint) -> bool:
+    """Whether span probe ``p`` lies in ``rule``'s size groups (as ``crossmeasure.span_probes`` places them)."""
+    return rule.matches(p.kind, p.element_size, p.r_pow2, rule.xnumel[0], p.reductions, p.envelope or None)
+
+
+def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
+                    params: FitParams = FitParams()) -> dict[int, str]:
+    """Index of each config rule that may not ship yet, with the reason: a rule ships a config only once
+    the latest span-probe round in its span timed that very config at every probe it placed there and
+    found it nowhere slower than the default beyond noise (nor failing).  A rule of a kind no round ever
+    probed (data from before span probes) is not held back."""
+    probed_kinds = {p.kind for p in points if p.span and p.span_round}
+    out = {}
+    for index, rule in enumerate(rules):
+        if rule.config is None or rule.kind not in probed_kinds:
+            continue
+        probes = [p for p in points if p.span and p.span_round and _probed_by(rule, p)]
+        if not probes:
+            out[index] = "no span-probe round has timed it inside its span yet"
+            continue
+        last = max(p.span_round for p in probes)
+        latest = [p for p in probes if p.span_round == last]
+        where = f"the latest span-probe round in its span ({last[1]}, seed {last[2] or '-'})"
+        untimed = [p.label for p in latest if rule.config not in p.failed and rule.config not in p.speedups]
+        lost = {p.label: 0.0 if rule.config in p.failed else p.speedups[rule.config] for p in latest
+                if rule.config in p.failed
+                or (rule.config in p.speedups and p.speedups[rule.config] < 1 - _excused_loss(p, params))}
+        if lost:
+            worst = min(lost, key=lost.get)
+            out[index] = (f"{where} found this config slower than the default beyond noise at {len(lost)} probe(s) "
+                          f"(worst {lost[worst]:.3f} at {worst}); it keeps Inductor's default until a round "
+                          "finds no loss")
+        elif untimed:
+            out[index] = f"{where} placed its probes for another config; this one is not yet timed there"
+    return out
+
+
+def settle_rules(rules: Sequence[RuleSpec], unsettled: Mapping[int, str]) -> list[RuleSpec]:
+    """The rules with each unsettled rule's config replaced by Inductor's default, saying why."""
+    return [dataclasses.replace(r, config=None, evidence=dataclasses.replace(
+                r.evidence, note=f"fitted {r.config.describe()}, not shipped: {unsettled[i]}"))
+            if i in unsettled else r for i, r in enumerate(rules)]
+
+
 def settle(rules: Sequence[RuleSpec], unsettled: Mapping[str, str]) -> list[RuleSpec]:
     """The rules with every config of an unsettled kind replaced by Inductor's default, saying why."""
     return [dataclasses.replace(r, config=None, evidence=dataclasses.replace(
@@ -413,8 +463,17 @@ def distill(
     if not fitted:
         raise DistillError("every usable shape is held out: nothing left to fit")
     rules = fit_rules(fitted, params, proposed_by(fitted) if held else None)
-    unsettled = unsettled_kinds(fitted, params) if params.settled_kinds_only else {}
-    rules = settle(rules, unsettled)
+    if params.settle_by not in ("rule", "kind"):
+        raise DistillError(f"FitParams.settle_by must be 'rule' or 'kind', not {params.settle_by!r}")
+    unsettled, held_back = {}, []
+    if params.settled_kinds_only and params.settle_by == "kind":
+        unsettled = unsettled_kinds(fitted, params)
+        rules = settle(rules, unsettled)
+    elif params.settled_kinds_only:
+        pending = unsettled_rules(rules, fitted, params)
+        held_back = [{"rule": rules[i].describe(), "envelopes": list(rules[i].envelopes), "why": why}
+                     for i, why in sorted(pending.items())]
+        rules = settle_rules(rules, pending)
     kinds = {p.kind for p in fitted}
     shapes_by_kind = {k: sorted(p.label for p in fitted if p.kind == k) for k in sorted(kinds)}
     provenance = {
@@ -430,6 +489,7 @@ def distill(
         "held_out_shapes": sorted(p.label for p in held),
         "probe_shapes": sum(p.probe for p in fitted),
         "unsettled_kinds": unsettled,
+        "unsettled_rules": held_back,
         "crossmeasured_shapes": sum(p.crossmeasured > 0 for p in points),
         "studies": sorted(n for p in fitted for n in p.studies),
         "skipped_studies": [{"study": s.study, "reason": s.reason} for s in skipped],

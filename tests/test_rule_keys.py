@@ -75,12 +75,12 @@ def test_the_held_out_collision_is_told_apart():
     rms, soft = kernels.get_kernel("nn_rmsnorm_bwd").envelope, kernels.get_kernel("scaled_softmax_bwd").envelope
     assert torch_rules.envelope_without_ops(rms) == torch_rules.envelope_without_ops(soft) and rms != soft
     heur = _h200()
-    soft_rule = heur.lookup("inner_looped", 2, 8192, 16384, "sum@backward", soft)
+    soft_rule = heur.lookup("inner_looped", 2, 4096, 16384, "sum@backward", soft)
     assert soft_rule is not None and soft_rule.config is not None
     assert all(s.startswith("scaled_softmax_bwd") for s in soft_rule.evidence.shapes)
-    assert heur.lookup("inner_looped", 2, 8192, 16384, "sum@backward", rms) is None
+    assert heur.lookup("inner_looped", 2, 4096, 16384, "sum@backward", rms) is None
     # an envelope without op counts (a kernel whose bodies could not be read) matches no rule either
-    assert heur.lookup("inner_looped", 2, 8192, 16384, "sum@backward", torch_rules.envelope_without_ops(soft)) is None
+    assert heur.lookup("inner_looped", 2, 4096, 16384, "sum@backward", torch_rules.envelope_without_ops(soft)) is None
 
 
 def test_every_rule_of_the_shipped_file_names_op_counts_and_measured_spans():

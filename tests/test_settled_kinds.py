@@ -1,6 +1,7 @@
-"""A kernel kind ships configs only once span probing has settled there (``distill.unsettled_kinds``):
-where the latest round of span probes caught the placing fit's config losing, every rule of that kind
-keeps Inductor's default.  The fixture's real H200 studies place the probes; a scripted pool times them."""
+"""``FitParams(settle_by="kind")``, the shipped files' criterion up to stop 20: a kernel kind ships
+configs only once span probing has settled there (``distill.unsettled_kinds``): where the latest round
+of span probes caught the placing fit's config losing, every rule of that kind keeps Inductor's default.
+(The default is now per rule: tests/test_settled_rules.py.)  The fixture's real H200 studies place the probes; a scripted pool times them."""
 
 import json
 import time
@@ -78,7 +79,7 @@ def test_distill_ships_no_config_of_an_unsettled_kind_and_says_why(points, tmp_p
     adopted = {r.config for r in distill.fit_rules(points) if r.config is not None}
     _round(points, tmp_path / "r1.sqlite", 3, slower=adopted)
     urls = [f"sqlite:///{p}" for p in (*fx.fixture_dbs(), tmp_path / "r1.sqlite")]
-    heur = distill.distill(urls, "H200")
+    heur = distill.distill(urls, "H200", distill.FitParams(settle_by="kind"))
     unsettled = heur.provenance["unsettled_kinds"]
     assert unsettled
     for rule in heur.rules:
@@ -87,5 +88,24 @@ def test_distill_ships_no_config_of_an_unsettled_kind_and_says_why(points, tmp_p
     notes = [r.evidence.note for r in heur.rules if r.kind in unsettled and "not shipped" in r.evidence.note]
     assert notes and all(unsettled[next(iter(unsettled))][:20] in n or "latest span-probe round" in n for n in notes)
     loose = distill.distill(urls, "H200", distill.FitParams(settled_kinds_only=False))
-    assert loose.provenance["unsettled_kinds"] == {}
+    assert loose.provenance["unsettled_kinds"] == {} and loose.provenance["unsettled_rules"] == []
     assert any(r.config is not None and r.kind in unsettled for r in loose.rules)
+
+
+def test_per_rule_settling_holds_back_only_the_rules_a_round_caught_losing(points, tmp_path):
+    """The same round, judged per rule (the default): the config it caught losing ships nowhere (the refit
+    or the settling drops it), every rule held back says why, and rules of a kind that "kind" settling
+    held back whole still ship."""
+    adopted = sorted({r.config for r in distill.fit_rules(points) if r.config is not None}, key=lambda c: c.describe())
+    _round(points, tmp_path / "r1.sqlite", 3, slower=adopted[:1])
+    urls = [f"sqlite:///{p}" for p in (*fx.fixture_dbs(), tmp_path / "r1.sqlite")]
+    by_kind = distill.distill(urls, "H200", distill.FitParams(settle_by="kind"))
+    by_rule = distill.distill(urls, "H200")
+    held = by_rule.provenance["unsettled_rules"]
+    assert adopted[0] not in {r.config for r in by_rule.rules}
+    assert all("latest span-probe round in its span" in h["why"] or "not yet timed" in h["why"]
+                        or "no span-probe round" in h["why"] for h in held)
+    assert by_rule.provenance["unsettled_kinds"] == {}
+    dropped = set(by_kind.provenance["unsettled_kinds"])
+    assert any(r.config is not None and r.kind in dropped for r in by_rule.rules)
+    assert sum(r.config is not None for r in by_rule.rules) > sum(r.config is not None for r in by_kind.rules)

@@ -73,8 +73,8 @@ def test_read_only_commands_run_without_torch(blocked, tmp_path):
         (["bench-search", "db/sweeps.sqlite", "--strategies", "random", "--seeds", "1", "--budget", "4",
           "--out", str(out_dir / "bench"), "--no-progress"], "fraction_of_optimum.png"),
         (["report", "db/quack.sqlite", "--out", str(out_dir / "report")], "index.html"),
-        (["report", "db/gate-2033.sqlite", "--heuristics", "heuristics/h200.yaml", "--out", str(out_dir / "gate")],
-         "validated as heuristics/h200.yaml"),
+        (["report", "db/heldout10.sqlite", "--heuristics", "experiments/candidates/h200-coverage-r7.yaml",
+          "--out", str(out_dir / "gate")], "validated as experiments/candidates/h200-coverage-r7.yaml"),
     ]
     for args, fragment in cases:
         code, out, err, attempts = run(blocked, tmp_path, *args)
