@@ -67,10 +67,10 @@ class FitParams:
     interleaved_only: bool = True
     # Replayed studies copy other measurements; only the CPU demo fits them (and says so in provenance).
     allow_replayed: bool = False
-    # A kernel kind ships configs only once span probing has settled there: where the latest round of span
-    # probes still caught a rule's config slower beyond noise, the next fit has only moved the failure
-    # elsewhere (fused mix-order backwards on an H200 and an H100 lost in every round), so every rule of
-    # that kind keeps Inductor's default.  See ``unsettled_kinds``.
+    # Configs ship only where span probing has settled: where the latest round of span probes still caught
+    # a config slower beyond noise, the next fit has only moved the failure elsewhere (fused mix-order
+    # backwards on an H200 and an H100 lost in every round).  ``settle_by`` says what such a round holds
+    # back; False ships every fitted config (for comparisons only).
     settled_kinds_only: bool = True
     # What one lost span probe keeps at the default: "rule" (the rule whose span it lay in, see
     # ``unsettled_rules``) or "kind" (every rule of its kernel kind, the shipped files up to stop 20).

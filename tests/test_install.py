@@ -340,10 +340,10 @@ def test_rules_step_back_under_strict_numerics(device):
     device.props = H200
     fn = kernels.get_kernel("rmsnorm_fwd").build(torch.float32)
     with inductor_tune.install(H200_FILE):
-        (src,) = cpu_codegen.generate_sources(fn, RMS_2048)
+        (src,) = cpu_codegen.generate_sources(fn, RMS_4096)
         assert FIXED.findall(src)
         with inductor_config.patch(numerics="strict"):
-            (src,) = cpu_codegen.generate_sources(fn, RMS_2048)
+            (src,) = cpu_codegen.generate_sources(fn, RMS_4096)
         assert not FIXED.findall(src)
 
 
