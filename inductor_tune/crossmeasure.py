@@ -24,7 +24,7 @@ group's other covered candidates: what a rule claims, measured where no study lo
 out the studied shapes and the held-out draws it is given (``validate --draw-out``).
 
 A row's alignment changes the kernel: on an H200 a softmax-backward rule that won at 60 shapes of its
-span, all but one of them with N ≢ 4 (mod 8), lost 12-16 % at N = 5500 and 5948 and won at 5000, 5200,
+span, all but one of them with N ≢ 4 (mod 8), lost 12-15 % at N = 5500 and 5948 and won at 5000, 5200,
 6200, 6400 and 7000 (held-out set 9, diagnosed in ``db/diag-set9.sqlite``).  A uniform N lands on
 N ≡ 4 (mod 8) one time in eight, so span probes take N from each alignment class in turn
 (``ALIGNMENT_CLASSES``): the loss a class hides is measured before a rule ships, not after.

@@ -76,7 +76,7 @@ class FitParams:
     # ``unsettled_rules``) or "kind" (every rule of its kernel kind, the shipped files up to stop 20).
     # Once span probes took N from every alignment class (crossmeasure.ALIGNMENT_CLASSES), each round on
     # an H200 found some small loss in one or two of ~30 inner-looped rules (0.94x at 2076x1894), which
-    # sent all 24 of them back to the default; a loss says nothing of a rule whose span it is not in.
+    # sent all 24 fitted configs back to the default; a loss says nothing of a rule whose span it is not in.
     settle_by: str = "rule"
 
 

@@ -1,7 +1,8 @@
 """``FitParams(settle_by="kind")``, the shipped files' criterion up to stop 20: a kernel kind ships
 configs only once span probing has settled there (``distill.unsettled_kinds``): where the latest round
 of span probes caught the placing fit's config losing, every rule of that kind keeps Inductor's default.
-(The default is now per rule: tests/test_settled_rules.py.)  The fixture's real H200 studies place the probes; a scripted pool times them."""
+(The default is now per rule: tests/test_settled_rules.py.)  The fixture's real H200 studies place the
+probes; a scripted pool times them."""
 
 import json
 import time

@@ -74,7 +74,8 @@ def test_a_rule_of_a_probed_kind_with_no_probe_in_its_span_is_held_back(fitted):
 
 def test_a_loss_in_another_rules_span_does_not_hold_this_one_back(fitted):
     pair, rules, cfg = fitted
-    points = [*pair, _probe(pair[0], cfg, 1.10, ROUND_1), _probe(pair[0], cfg, 0.90, ROUND_1, rnumel=pair[0].r_pow2 * 4)]
+    elsewhere = _probe(pair[0], cfg, 0.90, ROUND_1, rnumel=pair[0].r_pow2 * 4)
+    points = [*pair, _probe(pair[0], cfg, 1.10, ROUND_1), elsewhere]
     assert not distill.unsettled_rules(rules, points)
     assert pair[0].kind in distill.unsettled_kinds(points)  # which "kind" settling would have held back
 
