@@ -42,6 +42,7 @@ from typing import Container, Sequence
 from .distill import FitParams, candidates, fit_rules, size_groups
 from .evidence import ShapePoint, probe_point, runs_over_rows
 from .problem import Problem, Shape
+from .shapes import ALIGNMENT_CLASSES
 from .records import TimingSpec
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, SlotConfig, TrialConfig, slot_violations
 from .tasks import Remeasured, RemeasureTask
@@ -162,9 +163,6 @@ def lead_with_rules(items: Sequence[PlanItem], points: Sequence[ShapePoint], max
 # Span probes are drawn within the sizes a gate problem may have (gate.draw_problems' default bound).
 SPAN_PROBE_MAX_BYTES = 4 * 2**30
 SPAN_PROBE_ATTEMPTS = 50
-# (modulus, residue) of N, taken in turn by successive probes of a group: rows 32-byte aligned at 2-byte
-# elements, 16-byte, 8-byte, 4-byte, and odd.
-ALIGNMENT_CLASSES = ((16, 0), (16, 8), (8, 4), (4, 2), (2, 1))
 
 
 def aligned_cols(cols: int, lo: int, hi: int, alignment: tuple[int, int]) -> int | None:

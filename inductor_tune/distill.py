@@ -38,6 +38,7 @@ from . import __version__, stats
 from .stats import geomean
 from .evidence import DistillError, ShapePoint, load_points, select_gpu
 from .heuristics import Evidence, Heuristics, RuleSpec
+from .shapes import ALIGNMENT_CLASSES
 from .kernels import Shape
 from .space import SlotConfig, slot_violations
 from .store import Store, StoreError
@@ -265,7 +266,9 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
     """Index of each config rule that may not ship yet, with the reason: a rule ships a config only once
     the latest span-probe round in its span timed that very config at every probe it placed there and
     found it nowhere slower than the default beyond noise (nor failing).  A rule of a kind no round ever
-    probed (data from before span probes) is not held back."""
+    probed (data from before span probes) is not held back.  That round must also have timed the config at
+    N of every alignment class (``ALIGNMENT_CLASSES``): on an H200 a rule that won at 60 shapes lost 12-15 %
+    at N = 4 (mod 8), a class its evidence held once."""
     probed_kinds = {p.kind for p in points if p.span and p.span_round}
     out = {}
     for index, rule in enumerate(rules):
@@ -282,6 +285,8 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
         lost = {p.label: 0.0 if rule.config in p.failed else p.speedups[rule.config] for p in latest
                 if rule.config in p.failed
                 or (rule.config in p.speedups and p.speedups[rule.config] < 1 - _excused_loss(p, params))}
+        unseen = [c for c in ALIGNMENT_CLASSES
+                  if not any(p.cols % c[0] == c[1] and rule.config in p.speedups for p in latest)]
         if lost:
             worst = min(lost, key=lost.get)
             out[index] = (f"{where} found this config slower than the default beyond noise at {len(lost)} probe(s) "
@@ -289,6 +294,9 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
                           "finds no loss")
         elif untimed:
             out[index] = f"{where} placed its probes for another config; this one is not yet timed there"
+        elif unseen:
+            out[index] = (f"{where} timed it at no N = " + ", ".join(f"{r} (mod {m})" for m, r in unseen)
+                          + "; a row's alignment can turn a win into a loss (docs/rules.md, stop 21)")
     return out
 
 

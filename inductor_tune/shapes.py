@@ -17,6 +17,12 @@ from .runtime.torch_rules import next_pow2  # noqa: F401 - re-exported
 ELEMENT_SIZES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
 DTYPE_NAMES = tuple(ELEMENT_SIZES)
 
+# Alignment classes of a row length N, as (modulus, residue): rows 32-byte aligned at 2-byte elements,
+# 16-byte, 8-byte, 4-byte, and odd.  A rule's win can turn into a loss from one class to the next
+# (docs/rules.md, stop 21), so span probes take N from each in turn and a rule ships only once probed
+# in all of them.
+ALIGNMENT_CLASSES = ((16, 0), (16, 8), (8, 4), (4, 2), (2, 1))
+
 
 @dataclasses.dataclass(frozen=True)
 class Shape:

@@ -35,9 +35,9 @@ class TimedByConfig(ScriptedPool):
         return remeasured(times)
 
 
-def _round(points, path, seed, slower):
+def _round(points, path, seed, slower, per_group=2):
     """One span-probe round placed by a fit of ``points``, stored in its own database."""
-    items = crossmeasure.span_probes(points, 2, seed=seed)
+    items = crossmeasure.span_probes(points, per_group, seed=seed)
     store = Store(f"sqlite:///{path}")
     assert crossmeasure.run(items, TimedByConfig(slower), store, rounds=3, span_seed=seed)["stored"] == len(items)
     return items
@@ -98,7 +98,8 @@ def test_per_rule_settling_holds_back_only_the_rules_a_round_caught_losing(point
     or the settling drops it), every rule held back says why, and rules of a kind that "kind" settling
     held back whole still ship."""
     adopted = sorted({r.config for r in distill.fit_rules(points) if r.config is not None}, key=lambda c: c.describe())
-    _round(points, tmp_path / "r1.sqlite", 3, slower=adopted[:1])
+    # One probe per alignment class and group: a rule ships only once probed in every class.
+    _round(points, tmp_path / "r1.sqlite", 3, slower=adopted[:1], per_group=len(crossmeasure.ALIGNMENT_CLASSES))
     urls = [f"sqlite:///{p}" for p in (*fx.fixture_dbs(), tmp_path / "r1.sqlite")]
     by_kind = distill.distill(urls, "H200", distill.FitParams(settle_by="kind"))
     by_rule = distill.distill(urls, "H200")
