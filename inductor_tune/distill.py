@@ -75,7 +75,7 @@ class FitParams:
     settled_kinds_only: bool = True
     # What one lost span probe keeps at the default: "rule" (the rule whose span it lay in, see
     # ``unsettled_rules``) or "kind" (every rule of its kernel kind, the shipped files up to stop 20).
-    # Once span probes took N from every alignment class (crossmeasure.ALIGNMENT_CLASSES), each round on
+    # Once span probes took N from every alignment class (shapes.ALIGNMENT_CLASSES), each round on
     # an H200 found some small loss in one or two of ~30 inner-looped rules (0.94x at 2076x1894), which
     # sent all 24 fitted configs back to the default; a loss says nothing of a rule whose span it is not in.
     settle_by: str = "rule"
@@ -120,6 +120,15 @@ class Candidate:
 def _excused_loss(point: ShapePoint, params: FitParams) -> float:
     """How much slower than the default a config may read at this shape and still count as no loss."""
     return min(max(point.noise, params.noise_floor), params.max_excused_loss)
+
+
+def _probe_loss(p: ShapePoint, config: SlotConfig, params: FitParams) -> float | None:
+    """``config``'s ratio to the default at span probe ``p`` where it failed (0.0) or lost beyond noise;
+    None where it held or was not timed."""
+    if config in p.failed:
+        return 0.0
+    ratio = p.speedups.get(config)
+    return ratio if ratio is not None and ratio < 1 - _excused_loss(p, params) else None
 
 
 def candidates(points: Sequence[ShapePoint], params: FitParams = FitParams(), allowed=None) -> list[Candidate]:
@@ -240,14 +249,9 @@ def unsettled_kinds(points: Sequence[ShapePoint], params: FitParams = FitParams(
             latest[p.kind] = max(latest.get(p.kind, ()), p.span_round)
     out = {}
     for kind, last in sorted(latest.items()):
-        lost = {}
-        for p in points:
-            if not (p.span and p.kind == kind and p.span_round == last and p.placed_by is not None):
-                continue
-            if p.placed_by in p.failed:
-                lost[p.label] = 0.0
-            elif p.placed_by in p.speedups and p.speedups[p.placed_by] < 1 - _excused_loss(p, params):
-                lost[p.label] = p.speedups[p.placed_by]
+        losses = {p.label: _probe_loss(p, p.placed_by, params) for p in points
+                  if p.span and p.kind == kind and p.span_round == last and p.placed_by is not None}
+        lost = {label: ratio for label, ratio in losses.items() if ratio is not None}
         if lost:
             worst = min(lost, key=lost.get)
             out[kind] = (f"the latest span-probe round ({last[1]}, seed {last[2] or '-'}) still found the rule's config "
@@ -281,10 +285,9 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
         last = max(p.span_round for p in probes)
         latest = [p for p in probes if p.span_round == last]
         where = f"the latest span-probe round in its span ({last[1]}, seed {last[2] or '-'})"
-        untimed = [p.label for p in latest if rule.config not in p.failed and rule.config not in p.speedups]
-        lost = {p.label: 0.0 if rule.config in p.failed else p.speedups[rule.config] for p in latest
-                if rule.config in p.failed
-                or (rule.config in p.speedups and p.speedups[rule.config] < 1 - _excused_loss(p, params))}
+        untimed = any(rule.config not in p.failed and rule.config not in p.speedups for p in latest)
+        losses = {p.label: _probe_loss(p, rule.config, params) for p in latest}
+        lost = {label: ratio for label, ratio in losses.items() if ratio is not None}
         unseen = [c for c in ALIGNMENT_CLASSES
                   if not any(p.cols % c[0] == c[1] and rule.config in p.speedups for p in latest)]
         if lost:
@@ -309,9 +312,8 @@ def settle_rules(rules: Sequence[RuleSpec], unsettled: Mapping[int, str]) -> lis
 
 def settle(rules: Sequence[RuleSpec], unsettled: Mapping[str, str]) -> list[RuleSpec]:
     """The rules with every config of an unsettled kind replaced by Inductor's default, saying why."""
-    return [dataclasses.replace(r, config=None, evidence=dataclasses.replace(
-                r.evidence, note=f"fitted {r.config.describe()}, not shipped: {unsettled[r.kind]}"))
-            if r.config is not None and r.kind in unsettled else r for r in rules]
+    return settle_rules(rules, {i: unsettled[r.kind] for i, r in enumerate(rules)
+                                if r.config is not None and r.kind in unsettled})
 
 
 def size_groups(points: Sequence[ShapePoint]) -> dict[tuple[str, int, str, str, int], list[ShapePoint]]:
@@ -451,6 +453,8 @@ def distill(
     """The heuristic file for one GPU fingerprint; ``names`` are the databases as the user gave them.
     ``hold_out``: shapes (every kernel at those MxN) kept out of the fit and scored on instead.
     ``candidates_from``: a GPU whose studies frame this GPU's crossmeasure records (``load_points``)."""
+    if params.settle_by not in ("rule", "kind"):
+        raise DistillError(f"FitParams.settle_by must be 'rule' or 'kind', not {params.settle_by!r}")
     stores = open_stores(db_urls)
     gpu = select_gpu(stores, gpu_query)
     source = select_gpu(stores, candidates_from) if candidates_from else None
@@ -471,8 +475,6 @@ def distill(
     if not fitted:
         raise DistillError("every usable shape is held out: nothing left to fit")
     rules = fit_rules(fitted, params, proposed_by(fitted) if held else None)
-    if params.settle_by not in ("rule", "kind"):
-        raise DistillError(f"FitParams.settle_by must be 'rule' or 'kind', not {params.settle_by!r}")
     unsettled, held_back = {}, []
     if params.settled_kinds_only and params.settle_by == "kind":
         unsettled = unsettled_kinds(fitted, params)
