@@ -97,6 +97,10 @@ def cmd_validate(args) -> int:
         raise CliError("--rounds must be at least 2 (the spread needs two rounds)")
     if args.models is not None:
         return cmd_validate_models(args)
+    if args.draw is not None:
+        given = [flag for flag, value in (("--kernels", args.kernels), ("--dtypes", args.dtypes)) if value is not None]
+        if given or args.seed != "0":
+            raise CliError(f"--draw scores the problems its file holds: drop {', '.join(given or ['--seed'])}")
     problems, gate = (), None
     if args.suite:
         problems = app.suite_problems(args.suite, args.kernels, args.dtypes)
@@ -105,22 +109,33 @@ def cmd_validate(args) -> int:
         shapes = experiment_mod.parse_shapes(args.shapes)
         dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
         problems = tuple(Problem(k, s, d) for k in kernels for d in dtypes for s in shapes)
-    else:
+    elif args.draw is None:
         gate = _gate_request(args)
     if args.random is None and (args.rows or args.cols or args.draw_out):
         raise CliError("--rows, --cols and --draw-out concern the draw of --random; give --random N too")
     dbs = tuple(d for d in args.db.split(",") if d.strip()) if args.db else None
     request = app.ValidateRequest(
-        args.heuristics, problems, gate, dbs=dbs, storage=args.storage, rounds=args.rounds, gpu=gpu_index(args.gpu), workers=worker_count(args.workers), progress=not args.no_progress,
-        draw_out=args.draw_out,
+        args.heuristics, problems, gate, dbs=dbs, storage=args.storage, rounds=args.rounds, gpu=gpu_index(args.gpu),
+        workers=worker_count(args.workers), progress=not args.no_progress,
+        draw_out=args.draw_out, draw_in=args.draw,
     )
 
     def announce(draw, avoided: int) -> None:
-        print(f"gate draw: seed {draw.seed}, {draw.n} {draw.dtype} problems of {len(draw.kernels)} kernel(s), "
-              f"rows {draw.rows[0]}..{draw.rows[1]}, N {draw.cols[0]}..{draw.cols[1]}, at most {gate.max_gib:g} GiB "
-              f"resident each, none at the {avoided} shapes of {', '.join(draw.avoided_from) or 'no database'}")
+        origin = f" read from {args.draw}" if args.draw else ""
+        print(f"gate draw{origin}: seed {draw.seed}, {draw.n} {draw.dtype} problems of {len(draw.kernels)} kernel(s), "
+              f"rows {draw.rows[0]}..{draw.rows[1]}, N {draw.cols[0]}..{draw.cols[1]}, at most "
+              f"{draw.max_bytes / 2**30:g} GiB resident each, none at the {avoided} shapes of "
+              f"{_draw_databases(args.draw, dbs, draw.avoided_from)}")
 
     return print_validation(app.validate(request, on_draw=announce))
+
+
+def _draw_databases(draw_file: str | None, dbs: tuple[str, ...] | None, avoided_from: tuple[str, ...]) -> str:
+    # A committed draw is checked against the databases named now (or the file's provenance), which need
+    # not be the ones it was drawn from.
+    if draw_file:
+        return ", ".join(dbs) if dbs else "the heuristic file's provenance databases"
+    return ", ".join(avoided_from) or "no database"
 
 
 def _gate_request(args):
@@ -301,7 +316,18 @@ HANDLERS = {
 }
 
 
+# Only studies and crossmeasure skip what a storage already holds; validate measures every problem again
+# (a stopped gate or model run cannot be summarised from part of its records).
+RERUN = "re-run the same command to start again"
+INTERRUPTED = {
+    "tune": "re-run the same command to resume",
+    "crossmeasure": "re-run the same command to resume",
+    "validate": "the records stored so far stay; re-running the command measures every problem again",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = None
     try:
         args = parser().parse_args(argv)
         # Quiet by default (a progress bar, the result, warnings); -v: INFO; -vv: DEBUG and Optuna's own
@@ -311,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
             args.no_progress = True
         return HANDLERS[args.command](args)
     except KeyboardInterrupt:
-        print("inductor-tune: interrupted; re-run the same command to resume", file=sys.stderr)
+        command = getattr(args, "command", None)
+        print(f"inductor-tune: interrupted; {INTERRUPTED.get(command, RERUN)}", file=sys.stderr)
         return 130
     except Exception as exc:
         message = one_line_message(exc)  # which errors are one line is looked up only once one is raised

@@ -167,6 +167,9 @@ def _validate_arguments(sub) -> None:
     which.add_argument("--random", metavar="N", help="the generalization gate: N random problems (of --kernels, "
                        "default every kernel, and one dtype) at shapes no study or crossmeasure record of the --db "
                        "databases ran; exits 1 on any failure to compile or check, or a regression")
+    which.add_argument("--draw", metavar="FILE", help="the gate on a committed draw (`--draw-out`), scored exactly as "
+                       "written, once none of its problems is found at a shape of the --db databases; exits as "
+                       "--random does")
     v.add_argument("--seed", default="0", help="--random: seed of the draw (default 0)")
     v.add_argument("--rows", metavar="LO:HI", help="--random: draw rows log-uniform in this range (default 1:1000000)")
     v.add_argument("--cols", metavar="LO:HI", help="--random: draw N log-uniform in this range (default 128:262144)")

@@ -137,3 +137,57 @@ def test_tune_results_amount_to_the_exit_status_of_the_worst_gpu(capsys):
     assert cli.print_tune(results) == 2
     assert capsys.readouterr().err.splitlines() == ["inductor-tune: study x: boom", "inductor-tune: error: bad input"]
     assert cli.print_tune([TuneResult(0), TuneResult(1, exit_code=130)]) == 130
+
+
+def _draw_file(tmp_path, capsys) -> str:
+    path = str(tmp_path / "draw.json")
+    assert cli.main(["validate", "heuristics/h200.yaml", "--random", "3", "--seed", "7", "--kernels", "rmsnorm_fwd",
+                     "--db", "db/quack.sqlite", "--draw-out", path, "--no-progress"]) == 0
+    capsys.readouterr()
+    return path
+
+
+def test_a_committed_draw_is_scored_exactly_as_written(gpu, tmp_path, capsys):
+    # Drawing again needs the very same --db list; --draw FILE scores the committed problems whatever is named.
+    import json
+
+    path = _draw_file(tmp_path, capsys)
+    storage = tmp_path / "v.sqlite"
+    code = cli.main(["validate", "heuristics/h200.yaml", "--draw", path, "--db", "db/quack.sqlite,db/llm.sqlite",
+                     "--storage", str(storage), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.startswith(f"gate draw read from {path}: seed 7, 3 bf16 problems of 1 kernel(s)")
+    assert "none at the " in out and "shapes of db/quack.sqlite, db/llm.sqlite" in out.splitlines()[0]
+    assert "\nPASS\n" in out
+    committed = {tuple(p) for p in json.load(open(path))["problems"]}
+    stored = {(r.kernel, r.rows, r.cols, r.dtype) for r in Store(f"sqlite:///{storage}", create=False).validations()}
+    assert stored == committed
+
+
+def test_a_draw_no_longer_held_out_is_refused_before_any_measurement(gpu, tmp_path, capsys, monkeypatch):
+    import json
+
+    path = _draw_file(tmp_path, capsys)
+    data = json.load(open(path))
+    data["problems"][1] = ["rmsnorm_fwd", 32768, 4096, "bf16"]  # a shape db/quack.sqlite studied
+    with open(path, "w") as f:
+        json.dump(data, f)
+    monkeypatch.setattr(_Pool, "__init__", lambda *a, **k: pytest.fail("a worker pool was started"))
+    code = cli.main(["validate", "heuristics/h200.yaml", "--draw", path, "--db", "db/quack.sqlite",
+                     "--storage", str(tmp_path / "v.sqlite"), "--no-progress"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"inductor-tune: error: --draw: 1 of the 3 problems of {path} lie at shapes the databases hold "
+        "(first: rmsnorm_fwd 32768x4096); it is not held out from them")
+    assert not (tmp_path / "v.sqlite").exists()
+
+
+@pytest.mark.parametrize("extra, flag", [(["--kernels", "rmsnorm_fwd"], "--kernels"), (["--seed", "3"], "--seed"),
+                                         (["--random", "3"], "--random")])
+def test_a_committed_draw_takes_no_draw_arguments(gpu, tmp_path, capsys, extra, flag):
+    path = _draw_file(tmp_path, capsys)
+    code = cli.main(["validate", "heuristics/h200.yaml", "--draw", path, *extra, "--storage", str(tmp_path / "v.sqlite")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("inductor-tune: error: ") and flag in err, err
+    assert not (tmp_path / "v.sqlite").exists()

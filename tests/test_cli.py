@@ -99,3 +99,25 @@ def test_unsupported_torch_versions_are_refused():
             check_torch_supported(version)
     for version in ("2.11.0+cu130", "2.13.0+cpu", "2.14.1+cu130", "2.14.0"):
         check_torch_supported(version)
+
+
+@pytest.mark.parametrize("command, promise", [
+    ("tune", "re-run the same command to resume"),
+    ("crossmeasure", "re-run the same command to resume"),
+    ("validate", "the records stored so far stay; re-running the command measures every problem again"),
+    ("distill", "re-run the same command to start again"),
+])
+def test_an_interrupt_promises_a_resume_only_where_the_command_resumes(monkeypatch, capsys, command, promise):
+    # validate stores a record per problem but never skips one already stored: its interrupt must not
+    # promise a resume (a cut-off --models run was re-run in full on an H100, stop 22).
+    from inductor_tune import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.HANDLERS, command, interrupted)
+    argv = {"tune": ["tune", "experiments/smoke.yaml"], "crossmeasure": ["crossmeasure", "db/quack.sqlite"],
+            "validate": ["validate", "heuristics/h200.yaml", "--models"],
+            "distill": ["distill", "db/quack.sqlite", "--gpu", "H200"]}[command]
+    assert cli.main(argv) == 130
+    assert capsys.readouterr().err.strip() == f"inductor-tune: interrupted; {promise}"

@@ -43,6 +43,9 @@ class ValidateRequest:
     # A gate's draw is written to this new file and nothing is measured: a held-out set is fixed (and
     # committed) before any rule it will score is fitted, and crossmeasure keeps its shapes out.
     draw_out: str | None = None
+    # A committed draw scored exactly as written, rather than drawn again from --db (another database list
+    # would silently give other problems); refused if the databases now hold one of its shapes.
+    draw_in: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +106,11 @@ def validate(request: ValidateRequest, on_draw: Callable[[Draw, int], None] | No
     db_urls = [storage_url(d) for d in dbs]
     check_readable(db_urls)
     draw = None
-    if request.gate is not None:
+    if request.draw_in is not None:
+        draw, avoided = _committed_draw(request.draw_in, db_urls)
+        if on_draw is not None:
+            on_draw(draw, avoided)
+    elif request.gate is not None:
         draw, avoided = _draw(request.gate, dbs, db_urls)
         if on_draw is not None:
             on_draw(draw, avoided)
@@ -158,6 +165,20 @@ def _draw(gate: GateRequest, dbs: list[str], db_urls: list[str]) -> tuple[Draw, 
     except ValueError as exc:
         raise AppError(f"--random: {exc}") from None
     return draw, len(avoid)
+
+
+def _committed_draw(path: str, db_urls: list[str]) -> tuple[Draw, int]:
+    from .. import gate as gate_mod
+    from ..store import Store
+
+    (draw,) = read_draws((path,), "--draw")
+    studied = gate_mod.studied_shapes(Store(url, create=False) for url in db_urls)
+    inside = [(kernel, rows, cols) for kernel, rows, cols, _ in draw.problems if (rows, cols) in studied]
+    if inside:
+        kernel, rows, cols = inside[0]
+        raise AppError(f"--draw: {len(inside)} of the {len(draw.problems)} problems of {path} lie at shapes the "
+                       f"databases hold (first: {kernel} {rows}x{cols}); it is not held out from them")
+    return draw, len(studied)
 
 
 def write_draw(draw: Draw, path: str) -> None:
