@@ -106,14 +106,12 @@ def validate(request: ValidateRequest, on_draw: Callable[[Draw, int], None] | No
     db_urls = [storage_url(d) for d in dbs]
     check_readable(db_urls)
     draw = None
-    if request.draw_in is not None:
-        draw, avoided = _committed_draw(request.draw_in, db_urls)
+    if request.draw_in is not None or request.gate is not None:
+        studied = _studied_shapes(db_urls)
+        draw = (_committed_draw(request.draw_in, studied) if request.draw_in is not None
+                else _draw(request.gate, dbs, studied))
         if on_draw is not None:
-            on_draw(draw, avoided)
-    elif request.gate is not None:
-        draw, avoided = _draw(request.gate, dbs, db_urls)
-        if on_draw is not None:
-            on_draw(draw, avoided)
+            on_draw(draw, len(studied))
         if request.draw_out:
             write_draw(draw, request.draw_out)
             return ValidateResult((), request.draw_out, draw)
@@ -154,31 +152,31 @@ def _workers(torch, problems, gpu: int) -> int:
                             min(len(problems), 8, (os.cpu_count() or 2) - 1))
 
 
-def _draw(gate: GateRequest, dbs: list[str], db_urls: list[str]) -> tuple[Draw, int]:
-    from .. import gate as gate_mod
+def _studied_shapes(db_urls: list[str]) -> set[tuple[int, int]]:
+    from ..gate import studied_shapes
     from ..store import Store
 
-    avoid = gate_mod.studied_shapes(Store(url, create=False) for url in db_urls)
+    return studied_shapes(Store(url, create=False) for url in db_urls)
+
+
+def _draw(gate: GateRequest, dbs: list[str], studied: set[tuple[int, int]]) -> Draw:
+    from ..gate import make_draw
+
     try:
-        draw = gate_mod.make_draw(gate.count, gate.seed, gate.kernels, avoid, int(gate.max_gib * 2**30), gate.dtype,
-                                  avoided_from=dbs, rows=gate.rows, cols=gate.cols)
+        return make_draw(gate.count, gate.seed, gate.kernels, studied, int(gate.max_gib * 2**30), gate.dtype,
+                         avoided_from=dbs, rows=gate.rows, cols=gate.cols)
     except ValueError as exc:
         raise AppError(f"--random: {exc}") from None
-    return draw, len(avoid)
 
 
-def _committed_draw(path: str, db_urls: list[str]) -> tuple[Draw, int]:
-    from .. import gate as gate_mod
-    from ..store import Store
-
+def _committed_draw(path: str, studied: set[tuple[int, int]]) -> Draw:
     (draw,) = read_draws((path,), "--draw")
-    studied = gate_mod.studied_shapes(Store(url, create=False) for url in db_urls)
     inside = [(kernel, rows, cols) for kernel, rows, cols, _ in draw.problems if (rows, cols) in studied]
     if inside:
         kernel, rows, cols = inside[0]
         raise AppError(f"--draw: {len(inside)} of the {len(draw.problems)} problems of {path} lie at shapes the "
                        f"databases hold (first: {kernel} {rows}x{cols}); it is not held out from them")
-    return draw, len(studied)
+    return draw
 
 
 def write_draw(draw: Draw, path: str) -> None:
