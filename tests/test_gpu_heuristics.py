@@ -158,3 +158,35 @@ def test_a_rule_that_does_not_fit_falls_back_to_inductors_configs_and_warns(capl
     assert error <= TOLERANCES["bf16"], error
     warnings = [r.getMessage() for r in caplog.records if "does not fit kernel" in r.getMessage()]
     assert len(warnings) == 1 and "mix_order sum@backward" in warnings[0] and "triton_" in warnings[0], warnings
+
+
+def test_the_gate_on_five_random_problems_scores_what_its_committed_draw_scores(tmp_path):
+    """`validate --random 5` measures five unseen problems; `--draw-out` then `--draw` scores the same five."""
+    from inductor_tune import heuristics
+    from inductor_tune.store import Store
+
+    props = torch.cuda.get_device_properties(0)
+    mine = [p for p in ("heuristics/h200.yaml", "heuristics/h100.yaml")
+            if heuristics.device_matches(heuristics.load(p), props)]
+    if not mine:
+        pytest.skip(f"no shipped heuristic file is for {props.name}")
+    # Small problems keep the test short; db/quack.sqlite is the studied set the draw avoids.
+    draw_args = ["--random", "5", "--seed", "11", "--rows", "16:2048", "--cols", "256:4096", "--db", "db/quack.sqlite"]
+
+    def validate(*args):
+        return subprocess.run([sys.executable, "-m", "inductor_tune", "validate", mine[0], *args, "--no-progress"],
+                              capture_output=True, text=True, timeout=1200)
+
+    def problems(storage):
+        return sorted((r.kernel, r.rows, r.cols) for r in Store(f"sqlite:///{storage}", create=False).validations())
+
+    drawn = validate(*draw_args, "--rounds", "3", "--storage", str(tmp_path / "drawn.sqlite"))
+    assert drawn.returncode in (0, 1), drawn.stderr  # 1: a regression or a failure, reported as such
+    assert len(problems(tmp_path / "drawn.sqlite")) == 5
+
+    wrote = validate(*draw_args, "--draw-out", str(tmp_path / "draw.json"))
+    assert wrote.returncode == 0 and (tmp_path / "draw.json").exists(), wrote.stderr
+    committed = validate("--draw", str(tmp_path / "draw.json"), "--db", "db/quack.sqlite", "--rounds", "3",
+                         "--storage", str(tmp_path / "committed.sqlite"))
+    assert committed.returncode in (0, 1), committed.stderr
+    assert problems(tmp_path / "committed.sqlite") == problems(tmp_path / "drawn.sqlite")
