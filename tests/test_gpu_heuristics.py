@@ -14,6 +14,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
+# test_validate_two_shapes: on an H200 it validates this file; on any other GPU it checks the refusal.
 HEURISTICS = "heuristics/h200.yaml"
 
 
@@ -36,13 +37,12 @@ def _launch_configs(kernel: str, shape: str, heur=None):
     return [c["config"] for c in __import__("json").loads(evaluate.inductor_choices_made(before))], None, None
 
 
-def test_install_changes_a_rule_shape_and_leaves_a_keep_default_shape_alone():
+def test_install_changes_a_rule_shape_and_leaves_a_keep_default_shape_alone(shipped_heuristics):
     from inductor_tune import heuristics, torch_rules
     from inductor_tune.kernels import CATALOG
 
-    heur = heuristics.load(HEURISTICS)
-    if not heuristics.device_matches(heur, torch.cuda.get_device_properties(0)):
-        pytest.skip(f"{HEURISTICS} is for {heur.gpu.name}")
+    path = shipped_heuristics
+    heur = heuristics.load(path)
     # A config rule with a keep-default neighbour of the same family, and a forward catalog kernel in it.
     def kernel_for(rule):
         return next((k for k, s in CATALOG.items() if not s.backward and s.envelope in rule.envelopes
@@ -57,7 +57,7 @@ def test_install_changes_a_rule_shape_and_leaves_a_keep_default_shape_alone():
     mark = len(heuristics.applied_rules())
     installed = _launch_configs(kernel, shape, heur)[0]
     assert heuristics.applied_rules()[mark:], f"no rule applied at {kernel} {shape} ({rule.describe()})"
-    assert installed != default, f"installing {HEURISTICS} changed nothing at {kernel} {shape} ({rule.describe()})"
+    assert installed != default, f"installing {path} changed nothing at {kernel} {shape} ({rule.describe()})"
     (cfg,) = installed
     # Launch configs as the autotuner holds them: XBLOCK appears only where it is a kernel argument.
     assert cfg["num_warps"] == rule.config.num_warps and cfg.get("XBLOCK", rule.config.XBLOCK) == rule.config.XBLOCK, (
@@ -160,21 +160,16 @@ def test_a_rule_that_does_not_fit_falls_back_to_inductors_configs_and_warns(capl
     assert len(warnings) == 1 and "mix_order sum@backward" in warnings[0] and "triton_" in warnings[0], warnings
 
 
-def test_the_gate_on_five_random_problems_scores_what_its_committed_draw_scores(tmp_path):
+def test_the_gate_on_five_random_problems_scores_what_its_committed_draw_scores(tmp_path, shipped_heuristics):
     """`validate --random 5` measures five unseen problems; `--draw-out` then `--draw` scores the same five."""
-    from inductor_tune import heuristics
     from inductor_tune.store import Store
 
-    props = torch.cuda.get_device_properties(0)
-    mine = [p for p in ("heuristics/h200.yaml", "heuristics/h100.yaml")
-            if heuristics.device_matches(heuristics.load(p), props)]
-    if not mine:
-        pytest.skip(f"no shipped heuristic file is for {props.name}")
+    path = shipped_heuristics
     # Small problems keep the test short; db/quack.sqlite is the studied set the draw avoids.
     draw_args = ["--random", "5", "--seed", "11", "--rows", "16:2048", "--cols", "256:4096", "--db", "db/quack.sqlite"]
 
     def validate(*args):
-        return subprocess.run([sys.executable, "-m", "inductor_tune", "validate", mine[0], *args, "--no-progress"],
+        return subprocess.run([sys.executable, "-m", "inductor_tune", "validate", path, *args, "--no-progress"],
                               capture_output=True, text=True, timeout=1200)
 
     def problems(storage):

@@ -18,7 +18,6 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-HEURISTICS = "heuristics/h200.yaml"
 MODEL = "llama-2048"
 
 
@@ -44,19 +43,14 @@ def _status_line(proc) -> str:
     return next(line for line in proc.stdout.splitlines() if line.startswith(MODEL))
 
 
-def test_shipped_rules_on_a_llama_training_step(tmp_path):
-    from inductor_tune import heuristics
-
-    heur = heuristics.load(HEURISTICS)
-    if not heuristics.device_matches(heur, torch.cuda.get_device_properties(0)):
-        pytest.skip(f"{HEURISTICS} is for {heur.gpu.name}")
-    proc, data = _validate(HEURISTICS, tmp_path / "v.sqlite")
+def test_shipped_rules_on_a_llama_training_step(tmp_path, shipped_heuristics):
+    proc, data = _validate(shipped_heuristics, tmp_path / "v.sqlite")
     wanted = "transformers" if importlib.util.find_spec("transformers") else "plain"
     assert data["implementation"] == wanted, data.get("failure")
     summary = data["summary"]
     if data["failure"] is not None:
         assert proc.returncode == 1 and "FAILED" in _status_line(proc), proc.stdout
-        pytest.fail(f"{HEURISTICS} fails on {MODEL}: {summary['failure_stage']}: {summary['failure']}")
+        pytest.fail(f"{shipped_heuristics} fails on {MODEL}: {summary['failure_stage']}: {summary['failure']}")
     assert [len(data["times"][v]) for v in ("inductor_default", "heuristics")] == [3, 3]
     # The stack's norms compile to Inductor reduction kernels, and the profile found them.
     assert 0 < summary["reduction_share_default"] < 1 and 0 < summary["reduction_share_rules"] < 1
