@@ -1,9 +1,9 @@
 import os
 
+import pytest
+
 # Each Inductor compile in the tests must run in this process, where the choices hook is installed.
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-
-import pytest
 
 SHIPPED_HEURISTICS = ("heuristics/h200.yaml", "heuristics/h100.yaml")
 
