@@ -6,32 +6,32 @@ re-timed in the validation's own rounds; where the study found nothing better it
 Usage: python3 experiments/bestfound_table.py db/bestfound7-validate-75d3df6d.sqlite [more validation DBs]
 """
 
-import json
 import sys
 
+from inductor_tune import figdata
 from inductor_tune.stats import geomean
-from inductor_tune.store import Store, StoreError
+from inductor_tune.store import StoreError
+from inductor_tune.validate import HEURISTICS
 
 
 def rows(db_paths):
-    out = []
+    """The latest record per problem as `validate` summarized it (``figdata.validation_rows``), worst first,
+    and the digests of the heuristic files they validated."""
+    out, digests = [], set()
     for path in db_paths:
-        for record in Store(f"sqlite:///{path}", create=False).validations():
-            result = json.loads(record.result_json)
-            variants = {v["name"]: v for v in result["summary"]["variants"]}
-            rules = variants["heuristics"]["ratio_to_default"]
-            best = variants.get("best_found", variants["inductor_default"])
-            out.append({"problem": f"{record.kernel} {record.rows}x{record.cols}",
-                        "applied": bool(result["rules_applied"]), "rules": rules, "best": best["ratio_to_default"],
-                        # As `validate` reports it: the medians' ratio.
-                        "vs_best": best["median_ms"] / variants["heuristics"]["median_ms"],
-                        "digest": record.heuristics_digest})
-    return sorted(out, key=lambda r: r["vs_best"])
+        out += [r for r in figdata.validation_rows(path) if r.best_found() and r.variant(HEURISTICS)]
+        digests |= {run.digest[:8] for run in figdata.validation_runs(path)}
+    return sorted(out, key=_vs_best), digests
+
+
+def _vs_best(row) -> float:
+    # As `validate` reports it: the medians' ratio.
+    return row.best_found().median_ms / row.variant(HEURISTICS).median_ms
 
 
 def main(argv):
     try:
-        table = rows(argv)
+        table, digests = rows(argv)
     except StoreError as exc:
         raise SystemExit(f"bestfound_table: {exc}") from None
     if not table:
@@ -39,12 +39,13 @@ def main(argv):
     print("| problem | rules | rules / default | best found / default | rules / best found |")
     print("| --- | --- | --- | --- | --- |")
     for r in table:
-        print(f"| {r['problem']} | {'applied' if r['applied'] else 'default kept'} | {r['rules']:.3f} | "
-              f"{r['best']:.3f} | {r['vs_best']:.3f} |")
-    ratios = [r["vs_best"] for r in table]
-    print(f"\n{len(table)} problems, heuristics {', '.join(sorted({r['digest'][:8] for r in table}))}: "
+        print(f"| {r.kernel} {r.shape} | {'applied' if r.heuristics_applied else 'default kept'} | "
+              f"{r.variant(HEURISTICS).ratio_to_default:.3f} | {r.best_found().ratio_to_default:.3f} | "
+              f"{_vs_best(r):.3f} |")
+    ratios = [_vs_best(r) for r in table]
+    print(f"\n{len(table)} problems, heuristics {', '.join(sorted(digests))}: "
           f"rules / best found geomean {geomean(ratios):.3f}, worst {min(ratios):.3f}; "
-          f"rules applied at {sum(r['applied'] for r in table)}")
+          f"rules applied at {sum(r.heuristics_applied for r in table)}")
 
 
 if __name__ == "__main__":
