@@ -182,41 +182,51 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
     the module's docstring), each timing that config and the group's covered candidates, at most
     ``max_configs``.  A pure function of its arguments; ``avoid``: (rows, cols) kept out for every kernel
     (held-out draws), besides every shape the points measured."""
-    from .gate import resident_bytes
-
     rng = random.Random(seed)
     rules = fit_rules(points, params)
     taken = {(p.rows, p.cols) for p in points}
     items: list[PlanItem] = []
-    for (kind, element_size, reductions, envelope, r), group in sorted(size_groups(points).items()):
-        rule = next((x for x in rules if x.config is not None and x.matches(kind, element_size, r, x.xnumel[0],
-                                                                          reductions, envelope or None)), None)
-        parents = [p for p in group if not p.probe and runs_over_rows(p)]
-        if rule is None or not parents or rule.rows is None:
+    for (kind, element_size, reductions, envelope, r), whole_group in sorted(size_groups(points).items()):
+        # One rule per group, or one per row band where the fit split the group's rows (``rowbands``).
+        for rule in (x for x in rules if x.config is not None and x.matches(kind, element_size, r, x.xnumel[0],
+                                                                           reductions, envelope or None)):
+            group = [p for p in whole_group if rule.xnumel[0] <= p.x_pow2 <= rule.xnumel[1]]
+            items += _span_probes_of(rule, group, r, per_group, rng, taken, avoid, max_configs, params)
+    return items
+
+
+def _span_probes_of(rule, group: Sequence[ShapePoint], r: int, per_group: int, rng: random.Random, taken: set,
+                    avoid: Container[tuple[int, int]], max_configs: int, params: FitParams) -> list[PlanItem]:
+    """``per_group`` probes inside one config rule's span of size group ``r`` (``group``: its shapes there)."""
+    from .gate import resident_bytes
+
+    items: list[PlanItem] = []
+    parents = [p for p in group if not p.probe and runs_over_rows(p)]
+    if not parents or rule.rows is None:
+        return items
+    need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
+    configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
+    (rows_lo, rows_hi), cols_lo = rule.rows, max(r // 2 + 1, 1)
+    placed = 0
+    for _ in range(SPAN_PROBE_ATTEMPTS * per_group):
+        if placed == per_group:
+            break
+        # Every attempt draws the same two numbers, so the sequence depends only on the seed, the
+        # groups and the rejections.
+        rows = min(rows_hi, max(rows_lo, round(math.exp(rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
+        cols = aligned_cols(rng.randint(cols_lo, r), cols_lo, r, ALIGNMENT_CLASSES[placed % len(ALIGNMENT_CLASSES)])
+        if cols is None or (rows, cols) in taken or (rows, cols) in avoid:
             continue
-        need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
-        configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
-        (rows_lo, rows_hi), cols_lo = rule.rows, max(r // 2 + 1, 1)
-        placed = 0
-        for _ in range(SPAN_PROBE_ATTEMPTS * per_group):
-            if placed == per_group:
-                break
-            # Every attempt draws the same two numbers, so the sequence depends only on the seed, the
-            # groups and the rejections.
-            rows = min(rows_hi, max(rows_lo, round(math.exp(rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
-            cols = aligned_cols(rng.randint(cols_lo, r), cols_lo, r, ALIGNMENT_CLASSES[placed % len(ALIGNMENT_CLASSES)])
-            if cols is None or (rows, cols) in taken or (rows, cols) in avoid:
-                continue
-            parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows))
-            if resident_bytes(parent.kernel, rows, cols, parent.dtype) > SPAN_PROBE_MAX_BYTES:
-                continue
-            point = probe_point(parent, rows, cols, span=True)
-            legal = list(dict.fromkeys(c for c in configs if not slot_violations(point.slot, c)))[:max_configs]
-            if not legal:
-                continue
-            taken.add((rows, cols))
-            placed += 1
-            items.append(PlanItem(point, tuple(legal), tuple(() for _ in legal)))
+        parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows))
+        if resident_bytes(parent.kernel, rows, cols, parent.dtype) > SPAN_PROBE_MAX_BYTES:
+            continue
+        point = probe_point(parent, rows, cols, span=True)
+        legal = list(dict.fromkeys(c for c in configs if not slot_violations(point.slot, c)))[:max_configs]
+        if not legal:
+            continue
+        taken.add((rows, cols))
+        placed += 1
+        items.append(PlanItem(point, tuple(legal), tuple(() for _ in legal)))
     return items
 
 

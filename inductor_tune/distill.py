@@ -18,7 +18,8 @@ only what its evidence covers (span probes included, see ``crossmeasure.span_pro
 next_pow2(rows) between the fewest and most rows its family was measured at (a mix-order rule only the
 rows of its own shapes, probes included: its split size sets how many programs there are, and
 Inductor's own split grows with the rows), and only kernels with the envelope (what they read and
-write, ``torch_rules.envelope_of_features``) of its evidence.
+write, ``torch_rules.envelope_of_features``) of its evidence.  Where no config serves a whole group, its
+rows are split in two bands, each fitted on its own shapes and covering only its own rows (``rowbands``).
 
 Hold-out.  Rules are refitted without some shapes and scored on them (every distinct N, every
 single shape, and optionally shapes named by the user), with only configs that the remaining
@@ -34,7 +35,7 @@ import logging
 import math
 from typing import Mapping, Sequence
 
-from . import __version__, stats
+from . import __version__, rowbands, stats
 from .stats import geomean
 from .evidence import DistillError, ShapePoint, load_points, select_gpu
 from .heuristics import Evidence, Heuristics, RuleSpec
@@ -79,6 +80,11 @@ class FitParams:
     # an H200 found some small loss in one or two of ~30 inner-looped rules (0.94x at 2076x1894), which
     # sent all 24 fitted configs back to the default; a loss says nothing of a rule whose span it is not in.
     settle_by: str = "rule"
+    # Where no config serves a whole size group, split its rows in two bands and fit each (``rowbands``):
+    # one probe lost at 2076 rows kept an H200 RMSNorm rule at the default up to 262144 rows.  False
+    # reproduces the files up to stop 24.  A band needs ``min_band_shapes`` shapes, probes included.
+    split_rows: bool = True
+    min_band_shapes: int = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,18 +213,26 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
     for (kind, element_size, reductions, envelope), groups in sorted(families.items()):
         family_allowed = allowed.get((kind, element_size, reductions, envelope), frozenset()) \
             if allowed is not None else None
-        family_rows = (min(p.x_pow2 for g in groups.values() for p in g), max(p.x_pow2 for g in groups.values() for p in g))
-        runs: list[tuple[int, int, GroupFit]] = []
+        family_points = [p for g in groups.values() for p in g]
+        family_rows = (min(p.x_pow2 for p in family_points), max(p.x_pow2 for p in family_points))
+        # (lo r, hi r, fit, its row band's pow2 buckets; None: the family's rows, and it may merge)
+        runs: list[tuple[int, int, GroupFit, tuple[int, int] | None]] = []
         for r in sorted(groups):
             fit = fit_group(groups[r], params, allowed=family_allowed)
-            if runs:
-                lo, _, last = runs[-1]
+            bands = rowbands.split(groups[r], lambda pts: fit_group(pts, params, allowed=family_allowed),
+                                   family_rows, params.min_band_shapes) \
+                if params.split_rows and kind != "mix_order" and fit.config is None else None
+            if bands:
+                runs += [(r, r, band.fit, band.xnumel) for band in bands]
+                continue
+            if runs and runs[-1][3] is None:
+                lo, _, last, _ = runs[-1]
                 merged = fit_group(last.points + fit.points, params, allowed=family_allowed)
                 if _mergeable(last, fit, merged, params):
-                    runs[-1] = (lo, r, merged)
+                    runs[-1] = (lo, r, merged, None)
                     continue
-            runs.append((r, r, fit))
-        for lo, hi, fit in runs:
+            runs.append((r, r, fit, None))
+        for lo, hi, fit, band in runs:
             # A fused mix-order kernel has rows/RSPLIT_SIZE programs, and Inductor's own split grows with
             # the rows (rows / (8 x SMs), 16..128), so a fixed split's edge moves with them: on an H200 a
             # split chosen at 32768 rows lost 2x at 8192, and one fitted up to 49152 lost 5 % at 81920.
@@ -228,11 +242,12 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
             # Inductor's own heuristics until evidence says otherwise.
             # Within those buckets, a rule covers the actual rows and reduction lengths between the
             # smallest and the largest measured: a pow2 bucket reaches down to half its size.
-            spread = fit.points if kind == "mix_order" else [p for g in groups.values() for p in g]
+            # A row band (``rowbands``) covers its own buckets, and its rows are the family's measured there.
             if kind == "mix_order":
                 rows = (min(p.x_pow2 for p in fit.points), max(p.x_pow2 for p in fit.points))
             else:
-                rows = family_rows
+                rows = band or family_rows
+            spread = fit.points if kind == "mix_order" else [p for p in family_points if rows[0] <= p.x_pow2 <= rows[1]]
             rules.append(RuleSpec(kind, element_size, (lo, hi), rows, fit.config, fit.evidence, reductions,
                                   (envelope,) if envelope else (), (min(p.rows for p in spread), max(p.rows for p in spread)),
                                   (min(p.cols for p in fit.points), max(p.cols for p in fit.points))))
@@ -261,8 +276,9 @@ def unsettled_kinds(points: Sequence[ShapePoint], params: FitParams = FitParams(
 
 
 def _probed_by(rule: RuleSpec, p: ShapePoint) -> bool:
-    """Whether span probe ``p`` lies in ``rule``'s size groups (as ``crossmeasure.span_probes`` places them)."""
-    return rule.matches(p.kind, p.element_size, p.r_pow2, rule.xnumel[0], p.reductions, p.envelope or None)
+    """Whether span probe ``p`` lies in ``rule``'s size groups and row buckets (as ``crossmeasure.span_probes``
+    places them): a size group split in row bands has a rule per band."""
+    return rule.matches(p.kind, p.element_size, p.r_pow2, p.x_pow2, p.reductions, p.envelope or None)
 
 
 def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
