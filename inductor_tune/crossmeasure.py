@@ -41,6 +41,7 @@ from typing import Container, Sequence
 
 from .distill import FitParams, candidates, fit_rules, size_groups
 from .evidence import ShapePoint, probe_point, runs_over_rows
+from .heuristics import RuleSpec
 from .problem import Problem, Shape
 from .shapes import ALIGNMENT_CLASSES
 from .records import TimingSpec
@@ -195,7 +196,7 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
     return items
 
 
-def _span_probes_of(rule, group: Sequence[ShapePoint], r: int, per_group: int, rng: random.Random, taken: set,
+def _span_probes_of(rule: RuleSpec, group: Sequence[ShapePoint], r: int, per_group: int, rng: random.Random, taken: set,
                     avoid: Container[tuple[int, int]], max_configs: int, params: FitParams) -> list[PlanItem]:
     """``per_group`` probes inside one config rule's span of size group ``r`` (``group``: its shapes there)."""
     from .gate import resident_bytes

@@ -18,18 +18,27 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from .evidence import ShapePoint
+from .heuristics import Evidence
+from .space import SlotConfig
+
+
+class GroupFit(Protocol):
+    """What ``split`` reads of a fit (``distill.GroupFit``, which imports this module)."""
+    points: tuple[ShapePoint, ...]
+    config: SlotConfig | None
+    evidence: Evidence
 
 
 @dataclasses.dataclass(frozen=True)
 class Band:
     xnumel: tuple[int, int]  # the pow2 row buckets the band's rule covers
-    fit: object  # distill.GroupFit of the band's own shapes
+    fit: GroupFit  # the fit of the band's own shapes
 
 
-def split(points: Sequence[ShapePoint], fit: Callable[[Sequence[ShapePoint]], object],
+def split(points: Sequence[ShapePoint], fit: Callable[[Sequence[ShapePoint]], GroupFit],
           family_rows: tuple[int, int], min_band_shapes: int = 2) -> tuple[Band, Band] | None:
     """The two bands of the best cut, or None where no cut lets a config serve one side.  ``fit`` fits
     one group of shapes (``distill.fit_group`` with the fit's parameters); each side needs at least
