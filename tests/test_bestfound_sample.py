@@ -1,12 +1,12 @@
 """experiments/bestfound_sample.py writes the best-found experiments of a spent held-out draw from a seed."""
 
+import pathlib
 import re
 import subprocess
 import sys
 
 
 def _shapes(folder):
-    import pathlib
     out = {}
     for path in sorted(pathlib.Path(folder).glob("*.yaml")):
         out[path.name] = re.search(r"^shapes: \[(.*)\]$", path.read_text(), re.M).group(1)
