@@ -20,10 +20,9 @@ import random
 import sys
 from collections import defaultdict
 
-Problem = tuple  # (kernel, rows, cols, dtype), as a draw stores it
-
 
 def sample(problems: list, seed: int, n: int, min_rows: int = 1, taken: frozenset = frozenset()) -> list:
+    """``n`` of the draw's (kernel, rows, cols, dtype) problems with at least ``min_rows`` rows, none in ``taken``."""
     pool = [p for p in problems if p[1] >= min_rows and tuple(p) not in taken]
     if n > len(pool):
         raise SystemExit(f"bestfound_sample: error: {n} problems asked, {len(pool)} with at least {min_rows} rows")
@@ -38,7 +37,7 @@ def parse_after(spec: str) -> tuple[int, int, int]:
 
 
 def experiments(picked: list, tag: str, header: str) -> dict[str, str]:
-    by_kernel: dict[str, list] = defaultdict(list)
+    by_kernel: dict[tuple[str, str], list] = defaultdict(list)
     for kernel, rows, cols, dtype in picked:
         by_kernel[(kernel, dtype)].append(f"{rows}x{cols}")
     files = {}
