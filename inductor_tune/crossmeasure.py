@@ -40,7 +40,7 @@ import random
 from typing import Container, Sequence
 
 from .distill import FitParams, candidates, fit_rules, size_groups
-from .evidence import ShapePoint, probe_point, runs_over_rows
+from .evidence import ShapePoint, probe_parent, probe_point, runs_over_rows, span_kernels
 from .heuristics import RuleSpec
 from .problem import Problem, Shape
 from .shapes import ALIGNMENT_CLASSES
@@ -192,19 +192,23 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
         for rule in (x for x in rules if x.config is not None and x.matches(kind, element_size, r, x.xnumel[0],
                                                                            reductions, envelope or None)):
             group = [p for p in whole_group if rule.xnumel[0] <= p.x_pow2 <= rule.xnumel[1]]
-            items += _span_probes_of(rule, group, r, per_group, rng, taken, avoid, max_configs, params)
+            items += _span_probes_of(rule, group, points, r, per_group, rng, taken, avoid, max_configs, params)
     return items
 
 
-def _span_probes_of(rule: RuleSpec, group: Sequence[ShapePoint], r: int, per_group: int, rng: random.Random, taken: set,
-                    avoid: Container[tuple[int, int]], max_configs: int, params: FitParams) -> list[PlanItem]:
-    """``per_group`` probes inside one config rule's span of size group ``r`` (``group``: its shapes there)."""
+def _span_probes_of(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[ShapePoint], r: int, per_group: int,
+                    rng: random.Random, taken: set, avoid: Container[tuple[int, int]], max_configs: int,
+                    params: FitParams) -> list[PlanItem]:
+    """``per_group`` probes inside one config rule's span of size group ``r`` (``group``: its shapes there;
+    ``points``: every shape, whose studies lend the probes their kernels)."""
     from .gate import resident_bytes
 
     items: list[PlanItem] = []
     parents = [p for p in group if not p.probe and runs_over_rows(p)]
     if not parents or rule.rows is None:
         return items
+    family = parents[0].family
+    kernels = span_kernels(points, family, r) if params.probe_every_kernel else ()
     need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
     configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
     (rows_lo, rows_hi), cols_lo = rule.rows, max(r // 2 + 1, 1)
@@ -218,7 +222,15 @@ def _span_probes_of(rule: RuleSpec, group: Sequence[ShapePoint], r: int, per_gro
         cols = aligned_cols(rng.randint(cols_lo, r), cols_lo, r, ALIGNMENT_CLASSES[placed % len(ALIGNMENT_CLASSES)])
         if cols is None or (rows, cols) in taken or (rows, cols) in avoid:
             continue
-        parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows))
+        # The probes take the kernels the rule matches in turn, as they take N's alignment classes: a rule
+        # matches every kernel of its envelope, and on an H200 one whose probes of rmsnorm_fwd held lost 3 %
+        # at llama_rmsnorm_fwd (held-out set 13).
+        if kernels:
+            parent = probe_parent(points, *kernels[placed % len(kernels)], rows, cols)
+            if parent is None or parent.family != family:
+                continue
+        else:
+            parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows))
         if resident_bytes(parent.kernel, rows, cols, parent.dtype) > SPAN_PROBE_MAX_BYTES:
             continue
         point = probe_point(parent, rows, cols, span=True)

@@ -37,7 +37,7 @@ from typing import Mapping, Sequence
 
 from . import __version__, rowbands, stats
 from .stats import geomean
-from .evidence import DistillError, ShapePoint, load_points, select_gpu
+from .evidence import DistillError, ShapePoint, load_points, select_gpu, span_kernels
 from .heuristics import Evidence, Heuristics, RuleSpec
 from .shapes import ALIGNMENT_CLASSES
 from .kernels import Shape
@@ -85,6 +85,11 @@ class FitParams:
     # reproduces the files up to stop 24.  A band needs ``min_band_shapes`` shapes, probes included.
     split_rows: bool = True
     min_band_shapes: int = 2
+    # Span probes take every kernel a rule matches by its envelope in turn, and a rule ships only once the
+    # latest round timed its config at each (``evidence.span_kernels``): on an H200 an RMSNorm rule whose
+    # probes of rmsnorm_fwd all held lost 3 % at llama_rmsnorm_fwd (held-out set 13).  False reproduces
+    # the files and span rounds up to stop 26.
+    probe_every_kernel: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,6 +311,8 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
         lost = {label: ratio for label, ratio in losses.items() if ratio is not None}
         unseen = [c for c in ALIGNMENT_CLASSES
                   if not any(p.cols % c[0] == c[1] and rule.config in p.speedups for p in latest)]
+        unprobed = [f"{kernel} ({dtype})" for kernel, dtype in _matched_kernels(rule, points, params)
+                    if not any((p.kernel, p.dtype) == (kernel, dtype) and rule.config in p.speedups for p in latest)]
         if lost:
             worst = min(lost, key=lost.get)
             out[index] = (f"{where} found this config slower than the default beyond noise at {len(lost)} probe(s) "
@@ -316,7 +323,18 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
         elif unseen:
             out[index] = (f"{where} timed it at no N = " + ", ".join(f"{r} (mod {m})" for m, r in unseen)
                           + "; a row's alignment can turn a win into a loss (docs/rules.md, stop 21)")
+        elif unprobed:
+            out[index] = (f"{where} timed it at no probe of " + ", ".join(unprobed) + ", which it matches by "
+                          "envelope; kernels of one envelope can differ (docs/rules.md, stop 27)")
     return out
+
+
+def _matched_kernels(rule: RuleSpec, points: Sequence[ShapePoint], params: FitParams) -> list[tuple[str, str]]:
+    """The kernels (and dtypes) whose probes in the rule's span compile a kernel the rule matches."""
+    if not params.probe_every_kernel:
+        return []
+    groups = {(p.family, p.r_pow2) for p in points if not p.probe and _probed_by(rule, p)}
+    return sorted({k for family, r in groups for k in span_kernels(points, family, r)})
 
 
 def settle_rules(rules: Sequence[RuleSpec], unsettled: Mapping[int, str]) -> list[RuleSpec]:

@@ -340,21 +340,40 @@ def runs_over_rows(point: ShapePoint) -> bool:
     return point.slot.xnumel == point.rows and point.slot.rnumel == point.cols
 
 
+def probe_parent(points: Sequence[ShapePoint], kernel: str, dtype: str, rows: int, cols: int,
+                 other_buckets: bool = True) -> ShapePoint | None:
+    """The studied shape whose kernel a probe of ``kernel`` at rows x cols compiles: of the same kernel and
+    dtype, in the same power-of-two bucket of N where it has one, with the nearest N and then the nearest
+    rows.  ``other_buckets``: else the one at the nearest N of any bucket.  A span probe may take a kernel
+    that its rule's family studied only at other N: the rule matches that kernel by its envelope all the
+    same, and on an H200 an RMSNorm rule whose probes of one kernel held lost 3 % at another kernel of the
+    same envelope (held-out set 13, docs/rules.md)."""
+    parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and runs_over_rows(p) and not p.probe
+               and (other_buckets or next_pow2(p.cols) == next_pow2(cols))]
+    return min(parents, default=None, key=lambda p: (next_pow2(p.cols) != next_pow2(cols), abs(math.log(p.cols / cols)),
+                                                     abs(math.log(p.rows / rows)), p.rows, p.cols))
+
+
+def span_kernels(points: Sequence[ShapePoint], family: tuple, r_pow2: int) -> tuple[tuple[str, str], ...]:
+    """The (kernel, dtype) pairs whose probes at N in bucket ``r_pow2`` compile a kernel of ``family``: every
+    kernel a rule of that family and size group matches by its envelope, as far as this GPU's studies know."""
+    studied = sorted({(p.kernel, p.dtype) for p in points if p.family == family and not p.probe and runs_over_rows(p)})
+    return tuple(k for k in studied
+                 if getattr(probe_parent(points, *k, r_pow2, r_pow2), "family", None) == family)
+
+
 def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_round: tuple[str, ...] = ()
            ) -> ShapePoint | None:
-    """The probe point of crossmeasure records at a shape no study ran: the kernel of the studied shape
-    of the same kernel and dtype, in the same power-of-two bucket of N, with the nearest N and then the
-    nearest rows, at these sizes (a row probe keeps its N; a span probe, ``crossmeasure.span_probes``,
-    lies between studied N too)."""
+    """The probe point of crossmeasure records at a shape no study ran: at these sizes, the kernel of
+    ``probe_parent`` (a row probe keeps its N and its bucket; a span probe, ``crossmeasure.span_probes``,
+    lies between studied N too, and may take a kernel studied only in other buckets)."""
     kernel, rows, cols, dtype = key
-    parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and runs_over_rows(p)
-               and next_pow2(p.cols) == next_pow2(cols)]
-    if not parents:
+    span = all(_is_span(rec) for rec in records)
+    parent = probe_parent(points, kernel, dtype, rows, cols, other_buckets=span)
+    if parent is None:
         log.info("crossmeasure records of %s %dx%d %s: no study of that kernel, dtype and N bucket; not used",
                  kernel, rows, cols, dtype)
         return None
-    parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows, p.cols))
-    span = all(_is_span(rec) for rec in records)
     point = probe_point(parent, rows, cols, span)
     if span:
         # The placing fit's rule config is timed first, right after Inductor's default.

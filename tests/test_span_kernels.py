@@ -1,0 +1,113 @@
+"""Span probes take every kernel a rule matches by its envelope in turn, and a rule ships only once the
+latest round timed its config at each (``FitParams.probe_every_kernel``, ``evidence.span_kernels``).
+On an H200 a looped RMSNorm rule at N = 131072, whose five probes of ``rmsnorm_fwd`` all held, lost 3 %
+at ``llama_rmsnorm_fwd`` 1740x129369, another kernel of the same envelope (held-out set 13).  The
+fixture's real H200 points carry the slots; a second kernel of a family is a studied point relabelled
+here, since the fixture studied one kernel per family."""
+
+import collections
+import dataclasses
+
+import distill_fixtures as fx
+import pytest
+
+from inductor_tune import crossmeasure, distill, evidence
+from inductor_tune.shapes import ALIGNMENT_CLASSES
+
+ROUND = ("2026-11-25T10:00", "sqlite:///r1.sqlite", "71")
+TWIN = "llama_rmsnorm_fwd"  # the name the relabelled studied point takes
+
+
+@pytest.fixture(scope="module")
+def points():
+    return list(fx.fixture_points()[1])
+
+
+def _looped_sum(points):
+    """The fixture's looped RMSNorm forward points and their family."""
+    studied = [p for p in points if not p.probe and p.kind == "inner_looped" and p.kernel == "rmsnorm_fwd"]
+    assert len({p.r_pow2 for p in studied}) >= 2
+    return studied, studied[0].family
+
+
+def _with_twin(points):
+    """The points, plus one studied point of another kernel of the looped RMSNorm family, in its lowest
+    N bucket only: the other buckets' probes of that kernel must borrow its slot across buckets."""
+    studied, family = _looped_sum(points)
+    low = min(studied, key=lambda p: (p.r_pow2, p.rows))
+    twin = dataclasses.replace(low, kernel=TWIN, rows=low.rows + 1, slot=dataclasses.replace(low.slot, xnumel=low.rows + 1))
+    return [*points, twin], twin, family
+
+
+def test_probe_parent_prefers_its_own_bucket_and_crosses_buckets_only_when_asked(points):
+    pts, twin, family = _with_twin(points)
+    r = max(p.r_pow2 for p in pts if p.family == family and not p.probe)
+    assert r > twin.r_pow2
+    assert evidence.probe_parent(pts, TWIN, twin.dtype, 1000, r - 3, other_buckets=False) is None  # a row probe
+    assert evidence.probe_parent(pts, TWIN, twin.dtype, 1000, r - 3) == twin
+    own = evidence.probe_parent(pts, "rmsnorm_fwd", twin.dtype, 1000, r - 3)
+    assert own.r_pow2 == r and own.kernel == "rmsnorm_fwd"
+    assert evidence.span_kernels(pts, family, r) == ((TWIN, twin.dtype), ("rmsnorm_fwd", twin.dtype))
+    assert evidence.span_kernels(points, family, r) == (("rmsnorm_fwd", twin.dtype),)
+
+
+def test_each_groups_span_probes_take_its_familys_kernels_in_turn(points):
+    pts, twin, family = _with_twin(points)
+    per_group = len(ALIGNMENT_CLASSES)
+    items = crossmeasure.span_probes(pts, per_group, seed=17)
+    kernels = collections.defaultdict(list)
+    for item in items:
+        p = item.point
+        kernels[(p.family, p.r_pow2)].append(p.kernel)
+        assert p.span and p.slot.rnumel == p.cols and p.slot.xnumel == p.rows
+    mine = {key: ks for key, ks in kernels.items() if key[0] == family}
+    assert mine, "no config rule of the looped RMSNorm family got span probes"
+    for (_, r), ks in mine.items():
+        assert ks == [[TWIN, "rmsnorm_fwd"][k % 2] for k in range(per_group)], (r, ks)
+    # A family with one kernel probes it alone, and the old placement (nearest studied shape) never
+    # reaches a kernel its group did not study.
+    assert all(len(set(ks)) == 1 for key, ks in kernels.items() if key[0] != family)
+    old = crossmeasure.span_probes(pts, per_group, seed=17, params=distill.FitParams(probe_every_kernel=False))
+    assert old and not any(i.point.kernel == TWIN and i.point.r_pow2 != twin.r_pow2 for i in old)
+
+
+def _fitted_with_twin(points):
+    """A rule fitted on two rows of one looped RMSNorm shape and one of a second kernel of its family."""
+    studied, _ = _looped_sum(points)
+    for p in studied:
+        for cfg in sorted(p.interleaved, key=lambda c: c.describe()):
+            shapes = [dataclasses.replace(p, kernel=kernel, rows=p.rows + k, slot=dataclasses.replace(p.slot, xnumel=p.rows + k),
+                                          speedups={cfg: 1.2}, noise=0.015, interleaved=frozenset({cfg}),
+                                          failed=frozenset())
+                      for k, kernel in enumerate(("rmsnorm_fwd", "rmsnorm_fwd", TWIN))]
+            rules = distill.fit_rules(shapes)
+            if len(rules) == 1 and rules[0].config == cfg:
+                return shapes, rules, cfg
+    pytest.fail("the fixture has no looped RMSNorm point whose config a fit adopts")
+
+
+def _round(point, cfg, kernels, ratio=1.1):
+    """One span round in the rule's group: a probe per alignment class of N, kernels taken in turn."""
+    probes = []
+    for k, alignment in enumerate(ALIGNMENT_CLASSES):
+        cols = crossmeasure.aligned_cols(point.r_pow2 * 3 // 4, point.r_pow2 // 2 + 1, point.r_pow2, alignment)
+        probes.append(dataclasses.replace(
+            point, kernel=kernels[k % len(kernels)], rows=point.rows + 10 + k, cols=cols,
+            slot=dataclasses.replace(point.slot, xnumel=point.rows + 10 + k, rnumel=cols), speedups={cfg: ratio}, noise=0.005,
+            interleaved=frozenset({cfg}), failed=frozenset(), probe=True, span=True, span_round=ROUND,
+            placed_by=cfg))
+    return probes
+
+
+def test_a_rule_whose_latest_round_missed_a_kernel_of_its_envelope_is_held_back(points):
+    shapes, rules, cfg = _fitted_with_twin(points)
+    one_kernel = [*shapes, *_round(shapes[0], cfg, ["rmsnorm_fwd"])]
+    held = distill.unsettled_rules(rules, one_kernel)
+    assert list(held) == [0] and f"timed it at no probe of {TWIN} (bf16)" in held[0]
+    assert not distill.unsettled_rules(rules, one_kernel, distill.FitParams(probe_every_kernel=False))
+    assert not distill.unsettled_rules(rules, [*shapes, *_round(shapes[0], cfg, [TWIN, "rmsnorm_fwd"])])
+    # The twin's probe that lost holds the rule back, whatever the other kernel's probes said.
+    lost = _round(shapes[0], cfg, [TWIN, "rmsnorm_fwd"])
+    lost[0] = dataclasses.replace(lost[0], speedups={cfg: 0.93})
+    held = distill.unsettled_rules(rules, [*shapes, *lost])
+    assert list(held) == [0] and "0.930" in held[0] and TWIN in held[0]
