@@ -28,6 +28,12 @@ span, all but one of them with N ≢ 4 (mod 8), lost 12-15 % at N = 5500 and 594
 6200, 6400 and 7000 (held-out set 9, diagnosed in ``db/diag-set9.sqlite``).  A uniform N lands on
 N ≡ 4 (mod 8) one time in eight, so span probes take N from each alignment class in turn
 (``ALIGNMENT_CLASSES``): the loss a class hides is measured before a rule ships, not after.
+
+A rule matches kernels by their envelope, so one rule may serve ``rmsnorm_fwd``, ``llama_rmsnorm_fwd``
+and ``nn_rmsnorm_fwd``.  On an H200 a rule whose probes all took ``rmsnorm_fwd`` (the only kernel its N
+bucket had studied) lost 3 % at ``llama_rmsnorm_fwd`` (held-out set 13) and 6.8 % at ``nn_rmsnorm_fwd``.
+So span probes also take each kernel of the rule's family in turn (``evidence.span_kernels``,
+``FitParams.probe_every_kernel``). A kernel studied only at other N lends its slot from the nearest one.
 """
 
 from __future__ import annotations

@@ -33,14 +33,16 @@ import collections
 import dataclasses
 import logging
 import math
-from typing import Mapping, Sequence
+from typing import Sequence
 
-from . import __version__, rowbands, stats
+from . import __version__, rowbands
 from .stats import geomean
-from .evidence import DistillError, ShapePoint, load_points, select_gpu, span_kernels
+from .evidence import DistillError, ShapePoint, load_points, select_gpu
+from .fitparams import FitParams, excused_loss
 from .heuristics import Evidence, Heuristics, RuleSpec
-from .shapes import ALIGNMENT_CLASSES
 from .kernels import Shape
+# The fit's settling against span probes lives in ``settle``; its names stay importable from here.
+from .settle import settle, settle_rules, unsettled_kinds, unsettled_rules  # noqa: F401
 from .space import SlotConfig, slot_violations
 from .store import Store, StoreError
 
@@ -50,46 +52,6 @@ log = logging.getLogger(__name__)
 X_UNBOUNDED = 1 << 31
 
 
-@dataclasses.dataclass(frozen=True)
-class FitParams:
-    min_coverage: float = 1.0  # fraction of a group's shapes a rule's config must have been timed at
-    min_shapes: int = 1  # and at least this many shapes
-    merge_tolerance: float = 0.02  # worst-case loss allowed for one rule to span two size groups
-    # stats.NOISE_FLOOR: the same kernel compiled twice timed up to 1.2 % apart on an H200.
-    noise_floor: float = stats.NOISE_FLOOR
-    # Smallest geometric-mean gain a rule is adopted for: a 1.6 % gain fitted at one shape lost 5 % at
-    # a held-out shape of its size group on an H200; gains that small are not worth the risk.
-    min_gain: float = 0.03
-    # The most loss a shape's noise may excuse: the gate's bar is 0.98x Inductor's default.  A LayerNorm
-    # forward rule whose one noisy shape (noise 3.3 %) read 0.972x was adopted, and fresh rounds on an
-    # H200 timed that shape at 0.976x with 0.4 % noise (docs/rules.md).
-    max_excused_loss: float = 0.02
-    # Only interleaved ratios (verdict finalists, crossmeasure) count as a config's evidence; trial
-    # ratios against a default timed minutes apart are leads for crossmeasure, not proof.
-    interleaved_only: bool = True
-    # Replayed studies copy other measurements; only the CPU demo fits them (and says so in provenance).
-    allow_replayed: bool = False
-    # Configs ship only where span probing has settled: where the latest round of span probes still caught
-    # a config slower beyond noise, the next fit has only moved the failure elsewhere (fused mix-order
-    # backwards on an H200 and an H100 lost in every round).  ``settle_by`` says what such a round holds
-    # back; False ships every fitted config (for comparisons only).
-    settled_kinds_only: bool = True
-    # What one lost span probe keeps at the default: "rule" (the rule whose span it lay in, see
-    # ``unsettled_rules``) or "kind" (every rule of its kernel kind, the shipped files up to stop 20).
-    # Once span probes took N from every alignment class (shapes.ALIGNMENT_CLASSES), each round on
-    # an H200 found some small loss in one or two of ~30 inner-looped rules (0.94x at 2076x1894), which
-    # sent all 24 fitted configs back to the default; a loss says nothing of a rule whose span it is not in.
-    settle_by: str = "rule"
-    # Where no config serves a whole size group, split its rows in two bands and fit each (``rowbands``):
-    # one probe lost at 2076 rows kept an H200 RMSNorm rule at the default up to 262144 rows.  False
-    # reproduces the files up to stop 24.  A band needs ``min_band_shapes`` shapes, probes included.
-    split_rows: bool = True
-    min_band_shapes: int = 2
-    # Span probes take every kernel a rule matches by its envelope in turn, and a rule ships only once the
-    # latest round timed its config at each (``evidence.span_kernels``): on an H200 an RMSNorm rule whose
-    # probes of rmsnorm_fwd all held lost 3 % at llama_rmsnorm_fwd (held-out set 13).  False reproduces
-    # the files and span rounds up to stop 26.
-    probe_every_kernel: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,18 +90,6 @@ class Candidate:
                 f"{self.worst_regret:.3f}")
 
 
-def _excused_loss(point: ShapePoint, params: FitParams) -> float:
-    """How much slower than the default a config may read at this shape and still count as no loss."""
-    return min(max(point.noise, params.noise_floor), params.max_excused_loss)
-
-
-def _probe_loss(p: ShapePoint, config: SlotConfig, params: FitParams) -> float | None:
-    """``config``'s ratio to the default at span probe ``p`` where it failed (0.0) or lost beyond noise;
-    None where it held or was not timed."""
-    if config in p.failed:
-        return 0.0
-    ratio = p.speedups.get(config)
-    return ratio if ratio is not None and ratio < 1 - _excused_loss(p, params) else None
 
 
 def candidates(points: Sequence[ShapePoint], params: FitParams = FitParams(), allowed=None) -> list[Candidate]:
@@ -160,7 +110,7 @@ def candidates(points: Sequence[ShapePoint], params: FitParams = FitParams(), al
         out.append(Candidate(
             cfg, measured, gains, min(p.speedups[cfg] / p.best for p in measured),
             max(max(p.noise, params.noise_floor) for p in measured),
-            all(p.speedups[cfg] >= 1 - _excused_loss(p, params) for p in measured), params.min_gain,
+            all(p.speedups[cfg] >= 1 - excused_loss(p, params) for p in measured), params.min_gain,
         ))
     # Robustness first (worst case), then the typical gain; the description breaks exact ties.
     return sorted(out, key=lambda c: (c.adoptable, c.worst_regret, c.gain, c.config.describe()), reverse=True)
@@ -259,95 +209,6 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
     return rules
 
 
-def unsettled_kinds(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> dict[str, str]:
-    """Kernel kinds whose latest span-probe round found the placing fit's config slower than the default
-    beyond noise (or failing) at some probe, with the reason.  A span probe is placed by a fit that had
-    not seen it, so its latest round is an out-of-sample check the next fit has not yet had."""
-    latest: dict[str, tuple[str, ...]] = {}
-    for p in points:
-        if p.span and p.span_round:
-            latest[p.kind] = max(latest.get(p.kind, ()), p.span_round)
-    out = {}
-    for kind, last in sorted(latest.items()):
-        losses = {p.label: _probe_loss(p, p.placed_by, params) for p in points
-                  if p.span and p.kind == kind and p.span_round == last and p.placed_by is not None}
-        lost = {label: ratio for label, ratio in losses.items() if ratio is not None}
-        if lost:
-            worst = min(lost, key=lost.get)
-            out[kind] = (f"the latest span-probe round ({last[1]}, seed {last[2] or '-'}) still found the rule's config "
-                         f"slower than the default beyond noise at {len(lost)} probe(s) (worst {lost[worst]:.3f} at "
-                         f"{worst}); this kind keeps Inductor's default until a round finds no loss")
-    return out
-
-
-def _probed_by(rule: RuleSpec, p: ShapePoint) -> bool:
-    """Whether span probe ``p`` lies in ``rule``'s size groups and row buckets (as ``crossmeasure.span_probes``
-    places them): a size group split in row bands has a rule per band."""
-    return rule.matches(p.kind, p.element_size, p.r_pow2, p.x_pow2, p.reductions, p.envelope or None)
-
-
-def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
-                    params: FitParams = FitParams()) -> dict[int, str]:
-    """Index of each config rule that may not ship yet, with the reason: a rule ships a config only once
-    the latest span-probe round in its span timed that very config at every probe it placed there and
-    found it nowhere slower than the default beyond noise (nor failing).  A rule of a kind no round ever
-    probed (data from before span probes) is not held back.  That round must also have timed the config at
-    N of every alignment class (``ALIGNMENT_CLASSES``): on an H200 a rule that won at 60 shapes lost 12-15 %
-    at N = 4 (mod 8), a class its evidence held once."""
-    probed_kinds = {p.kind for p in points if p.span and p.span_round}
-    out = {}
-    for index, rule in enumerate(rules):
-        if rule.config is None or rule.kind not in probed_kinds:
-            continue
-        probes = [p for p in points if p.span and p.span_round and _probed_by(rule, p)]
-        if not probes:
-            out[index] = "no span-probe round has timed it inside its span yet"
-            continue
-        last = max(p.span_round for p in probes)
-        latest = [p for p in probes if p.span_round == last]
-        where = f"the latest span-probe round in its span ({last[1]}, seed {last[2] or '-'})"
-        untimed = any(rule.config not in p.failed and rule.config not in p.speedups for p in latest)
-        losses = {p.label: _probe_loss(p, rule.config, params) for p in latest}
-        lost = {label: ratio for label, ratio in losses.items() if ratio is not None}
-        unseen = [c for c in ALIGNMENT_CLASSES
-                  if not any(p.cols % c[0] == c[1] and rule.config in p.speedups for p in latest)]
-        unprobed = [f"{kernel} ({dtype})" for kernel, dtype in _matched_kernels(rule, points, params)
-                    if not any((p.kernel, p.dtype) == (kernel, dtype) and rule.config in p.speedups for p in latest)]
-        if lost:
-            worst = min(lost, key=lost.get)
-            out[index] = (f"{where} found this config slower than the default beyond noise at {len(lost)} probe(s) "
-                          f"(worst {lost[worst]:.3f} at {worst}); it keeps Inductor's default until a round "
-                          "finds no loss")
-        elif untimed:
-            out[index] = f"{where} placed its probes for another config; this one is not yet timed there"
-        elif unseen:
-            out[index] = (f"{where} timed it at no N = " + ", ".join(f"{r} (mod {m})" for m, r in unseen)
-                          + "; a row's alignment can turn a win into a loss (docs/rules.md, stop 21)")
-        elif unprobed:
-            out[index] = (f"{where} timed it at no probe of " + ", ".join(unprobed) + ", which it matches by "
-                          "envelope; kernels of one envelope can differ (docs/rules.md, stop 27)")
-    return out
-
-
-def _matched_kernels(rule: RuleSpec, points: Sequence[ShapePoint], params: FitParams) -> list[tuple[str, str]]:
-    """The kernels (and dtypes) whose probes in the rule's span compile a kernel the rule matches."""
-    if not params.probe_every_kernel:
-        return []
-    groups = {(p.family, p.r_pow2) for p in points if not p.probe and _probed_by(rule, p)}
-    return sorted({k for family, r in groups for k in span_kernels(points, family, r)})
-
-
-def settle_rules(rules: Sequence[RuleSpec], unsettled: Mapping[int, str]) -> list[RuleSpec]:
-    """The rules with each unsettled rule's config replaced by Inductor's default, saying why."""
-    return [dataclasses.replace(r, config=None, evidence=dataclasses.replace(
-                r.evidence, note=f"fitted {r.config.describe()}, not shipped: {unsettled[i]}"))
-            if i in unsettled else r for i, r in enumerate(rules)]
-
-
-def settle(rules: Sequence[RuleSpec], unsettled: Mapping[str, str]) -> list[RuleSpec]:
-    """The rules with every config of an unsettled kind replaced by Inductor's default, saying why."""
-    return settle_rules(rules, {i: unsettled[r.kind] for i, r in enumerate(rules)
-                                if r.config is not None and r.kind in unsettled})
 
 
 def size_groups(points: Sequence[ShapePoint]) -> dict[tuple[str, int, str, str, int], list[ShapePoint]]:
