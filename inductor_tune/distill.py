@@ -52,8 +52,6 @@ log = logging.getLogger(__name__)
 X_UNBOUNDED = 1 << 31
 
 
-
-
 @dataclasses.dataclass(frozen=True)
 class GroupFit:
     points: tuple[ShapePoint, ...]
@@ -88,8 +86,6 @@ class Candidate:
         return (f"{self.config.describe()}: measured at {len(self.measured)}/{of} shapes, gain "
                 f"{min(self.gains):.3f}..{max(self.gains):.3f} (geomean {self.gain:.3f}), worst ratio to best "
                 f"{self.worst_regret:.3f}")
-
-
 
 
 def candidates(points: Sequence[ShapePoint], params: FitParams = FitParams(), allowed=None) -> list[Candidate]:
@@ -207,8 +203,6 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
                                   (envelope,) if envelope else (), (min(p.rows for p in spread), max(p.rows for p in spread)),
                                   (min(p.cols for p in fit.points), max(p.cols for p in fit.points))))
     return rules
-
-
 
 
 def size_groups(points: Sequence[ShapePoint]) -> dict[tuple[str, int, str, str, int], list[ShapePoint]]:

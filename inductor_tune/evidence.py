@@ -371,8 +371,8 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_rou
     span = all(_is_span(rec) for rec in records)
     parent = probe_parent(points, kernel, dtype, rows, cols, other_buckets=span)
     if parent is None:
-        log.info("crossmeasure records of %s %dx%d %s: no study of that kernel, dtype and N bucket; not used",
-                 kernel, rows, cols, dtype)
+        log.info("crossmeasure records of %s %dx%d %s: no study of that kernel and dtype (for a row probe, in that "
+                 "N bucket); not used", kernel, rows, cols, dtype)
         return None
     point = probe_point(parent, rows, cols, span)
     if span:

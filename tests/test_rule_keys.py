@@ -126,7 +126,7 @@ def test_rules_apply_only_on_the_gpu_they_name(hooked):
     assert heuristics.device_matches(_h200(), types.SimpleNamespace(name="NVIDIA H200", major=9, minor=0,
                                                                     multi_processor_count=132))
     # The config functions of a patched torch read the name from what codegen wrote into inductor_meta.
-    rule = next(r for r in table.rules if r.kind == "inner_looped" and not r.persistent)
+    rule = next(r for r in table.rules if r.kind == "inner_looped")
     meta = {"reduction_signature": rule.reductions, "reduction_envelope": rule.envelopes[0],
             "reduction_sizes": [rule.rows[0], rule.cols[0]], "reduction_hint": "INNER"}
     triton_meta = {"device": types.SimpleNamespace(type="cuda", cc=90, multi_processor_count=132),
