@@ -228,9 +228,7 @@ def _span_probes_of(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequenc
         cols = aligned_cols(rng.randint(cols_lo, r), cols_lo, r, ALIGNMENT_CLASSES[placed % len(ALIGNMENT_CLASSES)])
         if cols is None or (rows, cols) in taken or (rows, cols) in avoid:
             continue
-        # The probes take the kernels the rule matches in turn, as they take N's alignment classes: a rule
-        # matches every kernel of its envelope, and on an H200 one whose probes of rmsnorm_fwd held lost 3 %
-        # at llama_rmsnorm_fwd (held-out set 13).
+        # Kernels in turn, as alignment classes (the module's docstring says why).
         if kernels:
             parent = probe_parent(points, *kernels[placed % len(kernels)], rows, cols)
             if parent is None or parent.family != family:

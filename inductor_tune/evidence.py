@@ -344,10 +344,8 @@ def probe_parent(points: Sequence[ShapePoint], kernel: str, dtype: str, rows: in
                  other_buckets: bool = True) -> ShapePoint | None:
     """The studied shape whose kernel a probe of ``kernel`` at rows x cols compiles: of the same kernel and
     dtype, in the same power-of-two bucket of N where it has one, with the nearest N and then the nearest
-    rows.  ``other_buckets``: else the one at the nearest N of any bucket.  A span probe may take a kernel
-    that its rule's family studied only at other N: the rule matches that kernel by its envelope all the
-    same, and on an H200 an RMSNorm rule whose probes of one kernel held lost 3 % at another kernel of the
-    same envelope (held-out set 13, docs/rules.md)."""
+    rows.  ``other_buckets``: else the one at the nearest N of any bucket, for a span probe of a kernel its
+    rule's family studied only at other N (``crossmeasure``'s docstring says why)."""
     parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and runs_over_rows(p) and not p.probe
                and (other_buckets or next_pow2(p.cols) == next_pow2(cols))]
     return min(parents, default=None, key=lambda p: (next_pow2(p.cols) != next_pow2(cols), abs(math.log(p.cols / cols)),
@@ -358,8 +356,8 @@ def span_kernels(points: Sequence[ShapePoint], family: tuple, r_pow2: int) -> tu
     """The (kernel, dtype) pairs whose probes at N in bucket ``r_pow2`` compile a kernel of ``family``: every
     kernel a rule of that family and size group matches by its envelope, as far as this GPU's studies know."""
     studied = sorted({(p.kernel, p.dtype) for p in points if p.family == family and not p.probe and runs_over_rows(p)})
-    return tuple(k for k in studied
-                 if getattr(probe_parent(points, *k, r_pow2, r_pow2), "family", None) == family)
+    parents = {k: probe_parent(points, *k, r_pow2, r_pow2) for k in studied}
+    return tuple(k for k, parent in parents.items() if parent is not None and parent.family == family)
 
 
 def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_round: tuple[str, ...] = ()
