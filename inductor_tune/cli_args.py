@@ -116,6 +116,9 @@ def _reading_arguments(sub) -> None:
     d.add_argument("--candidates-from", metavar="GPU",
                    help="the GPU whose studies proposed the configs --gpu crossmeasured (crossmeasure "
                    "--candidates-from): they frame its records; only --gpu's measurements are fitted")
+    d.add_argument("--workers", type=int,
+                   help="processes refitting the hold-out folds side by side (default: CPU cores); the file "
+                   "written is the same for any number")
 
 
 def _crossmeasure_arguments(sub) -> None:

@@ -30,6 +30,7 @@ reported as unmeasured, never guessed.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import dataclasses
 import logging
 import math
@@ -275,21 +276,47 @@ def score(rules: Sequence[RuleSpec], held: Sequence[ShapePoint], params: FitPara
     return rows
 
 
-def holdout(points: Sequence[ShapePoint], params: FitParams = FitParams(), scheme: str = "leave_one_n_out") -> dict:
-    """Fit on some shapes, score on the disjoint rest; never in-sample."""
+def holdout(points: Sequence[ShapePoint], params: FitParams = FitParams(), scheme: str = "leave_one_n_out",
+            workers: int = 1) -> dict:
+    """Fit on some shapes, score on the disjoint rest; never in-sample.  Each fold refits every rule, so
+    ``workers`` processes refit folds side by side (on an H200's data, 650 folds took 19 minutes in one)."""
+    folds = _folds(points, scheme)
+    if workers > 1 and len(folds) > 1:
+        with concurrent.futures.ProcessPoolExecutor(min(workers, len(folds)), initializer=_start_fold_worker,
+                                                    initargs=(points, params, scheme)) as pool:
+            per_fold = list(pool.map(_fold_of_worker, range(len(folds))))
+    else:
+        per_fold = [_fold_rows(points, params, scheme, held) for held in folds]
+    return summarize_rows(scheme, HOLDOUT_SCHEMES[scheme], [row for rows in per_fold for row in rows])
+
+
+def _folds(points: Sequence[ShapePoint], scheme: str) -> list[list[ShapePoint]]:
     studied = [p for p in points if not p.probe]  # probes are never scored: no study searched there
     if scheme == "leave_one_n_out":
-        folds = [[p for p in studied if p.cols == n] for n in sorted({p.cols for p in studied})]
-    elif scheme == "leave_one_shape_out":
-        folds = [[p] for p in studied]
-    else:
-        raise ValueError(f"unknown hold-out scheme {scheme!r}; known: {', '.join(HOLDOUT_SCHEMES)}")
-    rows = []
-    for held in folds:
-        held_n = {p.cols for p in held} if scheme == "leave_one_n_out" else set()
-        train = [p for p in points if p not in held and not (p.probe and p.cols in held_n)]
-        rows += score(fit_rules(train, params, proposed_by(train)), held, params)
-    return summarize_rows(scheme, HOLDOUT_SCHEMES[scheme], rows)
+        return [[p for p in studied if p.cols == n] for n in sorted({p.cols for p in studied})]
+    if scheme == "leave_one_shape_out":
+        return [[p] for p in studied]
+    raise ValueError(f"unknown hold-out scheme {scheme!r}; known: {', '.join(HOLDOUT_SCHEMES)}")
+
+
+def _fold_rows(points: Sequence[ShapePoint], params: FitParams, scheme: str, held: list[ShapePoint]) -> list[dict]:
+    held_n = {p.cols for p in held} if scheme == "leave_one_n_out" else set()
+    train = [p for p in points if p not in held and not (p.probe and p.cols in held_n)]
+    return score(fit_rules(train, params, proposed_by(train)), held, params)
+
+
+# A fold worker receives the points once (not with every fold) and rebuilds the same folds from them.
+_fold_worker_state: tuple | None = None
+
+
+def _start_fold_worker(points: Sequence[ShapePoint], params: FitParams, scheme: str) -> None:
+    global _fold_worker_state
+    _fold_worker_state = (points, params, scheme, _folds(points, scheme))
+
+
+def _fold_of_worker(index: int) -> list[dict]:
+    points, params, scheme, folds = _fold_worker_state
+    return _fold_rows(points, params, scheme, folds[index])
 
 
 def summarize_rows(scheme: str, method: str, rows: list[dict]) -> dict:
@@ -337,11 +364,12 @@ def open_stores(db_urls: Sequence[str]) -> list[Store]:
 
 def distill(
     db_urls: Sequence[str], gpu_query: str, params: FitParams = FitParams(), names: Sequence[str] | None = None,
-    hold_out: Sequence[Shape] = (), candidates_from: str | None = None,
+    hold_out: Sequence[Shape] = (), candidates_from: str | None = None, workers: int = 1,
 ) -> Heuristics:
     """The heuristic file for one GPU fingerprint; ``names`` are the databases as the user gave them.
     ``hold_out``: shapes (every kernel at those MxN) kept out of the fit and scored on instead.
-    ``candidates_from``: a GPU whose studies frame this GPU's crossmeasure records (``load_points``)."""
+    ``candidates_from``: a GPU whose studies frame this GPU's crossmeasure records (``load_points``).
+    ``workers``: processes for the hold-out refits (``holdout``); the file is the same for any number."""
     if params.settle_by not in ("rule", "kind"):
         raise DistillError(f"FitParams.settle_by must be 'rule' or 'kind', not {params.settle_by!r}")
     stores = open_stores(db_urls)
@@ -400,7 +428,7 @@ def distill(
         "note": "speedup is over Inductor's default at the held-out shape: 1.0 where the rule keeps the default or "
                 "no rule covers the shape; unmeasured: the rule's config was never measured there (crossmeasure on "
                 "the GPU); best_found: the best speedup any measured config reached there",
-        **{scheme: holdout(fitted, params, scheme) for scheme in HOLDOUT_SCHEMES},
+        **{scheme: holdout(fitted, params, scheme, workers) for scheme in HOLDOUT_SCHEMES},
     }
     if held:
         held_out[NAMED_SCHEME] = summarize_rows(NAMED_SCHEME, NAMED_METHOD, score(rules, held, params))

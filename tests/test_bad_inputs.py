@@ -347,6 +347,7 @@ CASES = [
     (["distill", Q, "--gpu", "B200", "--out", "h.yaml"], "no studies or crossmeasure records of a GPU matching"),
     (["distill", Q, "--gpu", "H200", "--min-coverage", "2"], "--min-coverage must lie in [0, 1]"),
     (["distill", Q, "--gpu", "H200", "--min-shapes", "0"], "--min-shapes be at least 1"),
+    (["distill", Q, "--gpu", "H200", "--workers", "0"], "--workers must be at least 1"),
     (["distill", Q, "--gpu", "H200", "--hold-out", "4096"], "not MxN"),
     (["distill", Q, "--gpu", "H200", "--out", "adir"], "is a directory"),
     (["distill", Q], "required: --gpu"),

@@ -381,6 +381,14 @@ def _proposed_per_family(pts):
 
 
 @pytest.mark.parametrize("scheme", list(distill.HOLDOUT_SCHEMES))
+def test_holdout_refits_in_worker_processes_as_in_one(points, scheme):
+    """The folds refitted side by side score each shape as one process does, in the same order."""
+    serial = distill.holdout(points, distill.FitParams(), scheme)
+    assert len(serial["shapes"]) > 2
+    assert distill.holdout(points, distill.FitParams(), scheme, workers=2) == serial
+
+
+@pytest.mark.parametrize("scheme", list(distill.HOLDOUT_SCHEMES))
 def test_holdout_never_scores_a_shape_it_was_fitted_on(points, scheme, monkeypatch):
     calls, real_fit = [], distill.fit_rules
 

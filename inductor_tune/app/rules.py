@@ -24,6 +24,7 @@ class DistillRequest:
     allow_replayed: bool = False
     hold_out: tuple[Shape, ...] = ()
     candidates_from: str | None = None  # the GPU whose studies proposed what this GPU crossmeasured
+    workers: int = 1  # processes for the hold-out refits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +63,7 @@ def distill(request: DistillRequest) -> DistillResult:
                        allow_replayed=request.allow_replayed)
     try:
         heur = fit([storage_url(db) for db in request.dbs], request.gpu, params, names=list(request.dbs),
-                   hold_out=request.hold_out, candidates_from=request.candidates_from)
+                   hold_out=request.hold_out, candidates_from=request.candidates_from, workers=request.workers)
     except DistillError as exc:
         raise AppError(str(exc)) from None
     # The default file is named after the GPU (from the database): a slug, never a path of its own.
