@@ -20,8 +20,7 @@ from .shapes import ALIGNMENT_CLASSES
 
 def unsettled_kinds(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> dict[str, str]:
     """Kernel kinds whose latest span-probe round found the placing fit's config slower than the default
-    beyond noise (or failing) at some probe, with the reason.  A span probe is placed by a fit that had
-    not seen it, so its latest round is an out-of-sample check the next fit has not yet had."""
+    beyond noise (or failing) at some probe, with the reason (the module's docstring says why)."""
     latest: dict[str, tuple[str, ...]] = {}
     for p in points:
         if p.span and p.span_round:
