@@ -4,11 +4,13 @@ A held-out set is scored once; after that, studies at a sample of its problems t
 are from the best a launch config reaches there (the "per-shape best found"). The sample is
 ``random.Random(seed).sample`` of the draw's problems, optionally only those with at least
 ``--min-rows`` rows, leaving out problems an earlier sample (``--after``) took. One experiment file per
-kernel, so that `tune` and `validate --suite FILE --db ...` run them kernel by kernel.
+kernel, so that `tune` and `validate --suite FILE --db ...` run them kernel by kernel; or, with
+``--one-file``, one ``problems.yaml`` that lists them all (`problems:`), so that one `tune` call and one
+`validate` call measure the whole sample and pay their start-up once.
 
 Usage:
   python3 experiments/bestfound_sample.py DRAW.json --seed S --n K [--min-rows R]
-      [--after SEED:K[:R] ...] --out DIR --tag NAME
+      [--after SEED:K[:R] ...] [--one-file] --out DIR --tag NAME
 Reproduces experiments/bestfound-set10/ with `experiments/heldout/set10-draw.json --seed 10010 --n 16
 --tag bestfound10 --out ...` (its YAML headers were hand-written then; the shapes are the same).
 """
@@ -51,6 +53,15 @@ def experiments(picked: list, tag: str, header: str) -> dict[str, str]:
     return files
 
 
+def one_experiment(picked: list, tag: str, header: str) -> dict[str, str]:
+    dtypes = sorted({dtype for *_, dtype in picked})
+    items = "".join(f"  - {kernel} {rows}x{cols}\n" for kernel, rows, cols, _ in sorted(picked))
+    return {"problems.yaml": (header + f"name: {tag}\n"
+                              + "description: best found at spent held-out problems, one study each\n"
+                              + f"problems:\n{items}dtypes: [{', '.join(dtypes)}]\n"
+                              + "trials: 24\nfinalists: 3\nsampler: tpe\nseed: 0\n")}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("draw")
@@ -58,6 +69,7 @@ def main(argv=None) -> None:
     ap.add_argument("--n", type=int, required=True)
     ap.add_argument("--min-rows", type=int, default=1)
     ap.add_argument("--after", action="append", default=[], help="an earlier sample SEED:K[:MIN_ROWS] to leave out")
+    ap.add_argument("--one-file", action="store_true", help="one problems.yaml listing the whole sample")
     ap.add_argument("--out", required=True)
     ap.add_argument("--tag", required=True)
     args = ap.parse_args(argv)
@@ -77,7 +89,8 @@ def main(argv=None) -> None:
     if os.path.exists(args.out) and os.listdir(args.out):
         raise SystemExit(f"bestfound_sample: error: {args.out} exists and is not empty")
     os.makedirs(args.out, exist_ok=True)
-    for name, text in experiments(picked, args.tag, header).items():
+    write = one_experiment if args.one_file else experiments
+    for name, text in write(picked, args.tag, header).items():
         with open(os.path.join(args.out, name), "x") as f:
             f.write(text)
     for p in sorted(picked):

@@ -45,18 +45,24 @@ class Experiment:
     # A fresh sampled study first measures the winners of up to this many finished studies of other
     # shapes (search.Tuner._warm_start); 0: none.
     warm_start: int = 3
+    # An explicit list of (kernel, shape) problems instead of kernels x shapes, so that problems of
+    # many kernels at unrelated shapes (a best-found sample) run in one process: a `tune` call's fixed
+    # cost (workers, imports) is most of a single study's time.
+    pairs: tuple[tuple[str, Shape], ...] = ()
 
     @property
     def storage_url(self) -> str:
         return self.storage or f"sqlite:///db/{self.name}.sqlite"
 
     def problems(self):
+        if self.pairs:
+            return [Problem(k, s, d, self.seed) for k, s in self.pairs for d in self.dtypes]
         return [Problem(k, s, d, self.seed) for k in self.kernels for d in self.dtypes for s in self.shapes]
 
 
 _KEYS = {f.name for f in dataclasses.fields(Experiment)} - {"timeout_s", "trial_timeout_s", "timing", "heartbeat_s",
-                                                            "stale_after_s", "sweep"}
-_KEYS |= {"timeout", "trial_timeout", "measure", "heartbeat", "stale_after"}
+                                                            "stale_after_s", "sweep", "pairs"}
+_KEYS |= {"timeout", "trial_timeout", "measure", "heartbeat", "stale_after", "problems"}
 _MEASURE_KEYS = {"warmup_ms", "rep_ms", "cuda_graph"}
 
 
@@ -106,6 +112,19 @@ def parse_shapes(value: Any) -> tuple[Shape, ...]:
     if not shapes:
         raise ExperimentError("'shapes' is empty")
     return tuple(dict.fromkeys(shapes))
+
+
+def parse_problems(value: Any) -> tuple[tuple[str, Shape], ...]:
+    """'kernel MxN' items, e.g. ``rmsnorm_fwd 10x14896``."""
+    pairs = []
+    for item in _as_list(value, "problems"):
+        parts = str(item).split()
+        if len(parts) != 2:
+            raise ExperimentError(f"problem {item!r} is not 'kernel MxN', e.g. 'rmsnorm_fwd 32768x4096'")
+        pairs.append((parse_kernels([parts[0]])[0], parse_shapes([parts[1]])[0]))
+    if not pairs:
+        raise ExperimentError("'problems' is empty")
+    return tuple(dict.fromkeys(pairs))
 
 
 def parse_dtypes(value: Any) -> tuple[str, ...]:
@@ -175,6 +194,13 @@ def from_mapping(data: Any, name: str) -> Experiment:
     unknown = sorted(set(data) - _KEYS)
     if unknown:
         raise ExperimentError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_KEYS))}")
+    if "problems" in data:
+        if "kernels" in data or "shapes" in data:
+            raise ExperimentError("'problems' replaces 'kernels' and 'shapes'; give one or the other")
+        pairs = parse_problems(data["problems"])
+        data = {**data, "kernels": [k for k, _ in pairs], "shapes": [str(s) for _, s in pairs]}
+    else:
+        pairs = ()
     for key in ("kernels", "shapes", "dtypes"):
         if key not in data:
             raise ExperimentError(f"missing required key '{key}'")
@@ -213,6 +239,7 @@ def from_mapping(data: Any, name: str) -> Experiment:
         stale_after_s=_positive(data.get("stale_after", 120), "stale_after"),
         grid=parse_grid(data.get("grid")),
         warm_start=_non_negative(data.get("warm_start", Experiment.warm_start), "warm_start"),
+        pairs=pairs,
     )
 
 
@@ -243,6 +270,16 @@ def with_overrides(exp: Experiment, **overrides: Any) -> Experiment:
         elif key in ("timeout_s", "trial_timeout_s"):
             value = _positive(value, key.replace("_s", ""), float)
         changes[key] = value
+    if exp.pairs and "shapes" in changes:
+        raise ExperimentError(f"experiment {exp.name} lists its problems; --shapes does not apply to it")
+    if exp.pairs and "kernels" in changes:  # a subset of the listed problems
+        pairs = tuple((k, s) for k, s in exp.pairs if k in changes["kernels"])
+        if not pairs:
+            raise ExperimentError(f"none of experiment {exp.name}'s problems is of kernel(s) "
+                                  f"{', '.join(changes['kernels'])}")
+        changes["pairs"] = pairs
+        changes["kernels"] = tuple(dict.fromkeys(k for k, _ in pairs))
+        changes["shapes"] = tuple(dict.fromkeys(s for _, s in pairs))
     return dataclasses.replace(exp, **changes)
 
 

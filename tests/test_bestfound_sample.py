@@ -33,3 +33,19 @@ def test_it_writes_into_no_folder_that_holds_files(tmp_path):
                    "--out", str(tmp_path))
     assert proc.returncode != 0 and "is not empty" in proc.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["keep.yaml"]
+
+
+def test_one_file_lists_the_same_problems_as_the_files_per_kernel(tmp_path):
+    from inductor_tune import experiment
+
+    args = ("experiments/heldout/set15-draw.json", "--seed", "15015", "--n", "8", "--tag", "t")
+    assert _sample(*args, "--out", str(tmp_path / "per-kernel")).returncode == 0
+    assert _sample(*args, "--one-file", "--out", str(tmp_path / "one")).returncode == 0
+    assert [p.name for p in (tmp_path / "one").iterdir()] == ["problems.yaml"]
+    one = experiment.load(str(tmp_path / "one" / "problems.yaml"))
+    per_kernel = [experiment.load(str(p)) for p in sorted((tmp_path / "per-kernel").glob("*.yaml"))]
+    def key(problem):
+        return problem.kernel, str(problem.shape), problem.dtype
+
+    assert sorted(map(key, one.problems())) == sorted(key(p) for exp in per_kernel for p in exp.problems())
+    assert len(one.problems()) == 8 and one.name == "t"

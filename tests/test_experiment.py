@@ -45,6 +45,11 @@ def test_committed_experiments_load():
         ("kernels: [rmsnorm_fwd]\nshapes: [1x2]\ndtypes: [bf16]\ngrid: {persistent: [1]}\n", "takes true/false"),
         ("kernels: [rmsnorm_fwd]\nshapes: [1x2]\ndtypes: [bf16]\ngrid: {num_stages: [true]}\n", "takes integers"),
         ("kernels: [rmsnorm_fwd]\nshapes: [1x2]\ndtypes: [bf16]\ngrid: [1, 2]\n", "'grid' must be a mapping"),
+        ("problems: [rmsnorm_fwd 1x2]\nshapes: [1x2]\ndtypes: [bf16]\n", "'problems' replaces 'kernels' and 'shapes'"),
+        ("problems: [rmsnorm_fwd]\ndtypes: [bf16]\n", "is not 'kernel MxN'"),
+        ("problems: [nope 1x2]\ndtypes: [bf16]\n", "unknown kernel(s) nope"),
+        ("problems: [rmsnorm_fwd 1by2]\ndtypes: [bf16]\n", "shape '1by2'"),
+        ("problems: []\ndtypes: [bf16]\n", "'problems' is empty"),
     ],
 )
 def test_bad_files_give_one_clear_message(tmp_path, text, message):
@@ -73,6 +78,20 @@ def test_overrides_replace_and_validate():
         experiment.with_overrides(base, shapes="32768by4096")
     with pytest.raises(ExperimentError, match="'trials'"):
         experiment.with_overrides(base, trials=0)
+
+
+def test_a_problems_list_is_measured_as_listed_not_crossed(tmp_path):
+    exp = experiment.load(_write(tmp_path, "problems: [rmsnorm_fwd 10x14896, softmax_bwd 3x300, rmsnorm_fwd 7x9]\n"
+                                           "dtypes: [bf16, fp16]\n"))
+    assert [(p.kernel, str(p.shape), p.dtype) for p in exp.problems()] == [
+        ("rmsnorm_fwd", "10x14896", "bf16"), ("rmsnorm_fwd", "10x14896", "fp16"), ("softmax_bwd", "3x300", "bf16"),
+        ("softmax_bwd", "3x300", "fp16"), ("rmsnorm_fwd", "7x9", "bf16"), ("rmsnorm_fwd", "7x9", "fp16")]
+    only = experiment.with_overrides(exp, kernels="rmsnorm_fwd", dtypes="bf16")
+    assert [(p.kernel, str(p.shape)) for p in only.problems()] == [("rmsnorm_fwd", "10x14896"), ("rmsnorm_fwd", "7x9")]
+    with pytest.raises(ExperimentError, match="none of experiment"):
+        experiment.with_overrides(exp, kernels="layernorm_fwd")
+    with pytest.raises(ExperimentError, match="--shapes does not apply"):
+        experiment.with_overrides(exp, shapes="1x2")
 
 
 def test_minimal_traffic_counts_the_tensors_the_op_must_touch():

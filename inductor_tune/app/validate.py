@@ -88,10 +88,8 @@ def suite_problems(suite: str, kernels: str | None = None, dtypes: str | None = 
     from ..problem import Problem
 
     path = suite if os.path.exists(suite) else os.path.join("experiments", f"{suite}.yaml")
-    exp = experiment_mod.load(path)
-    kernels_ = experiment_mod.parse_kernels(kernels) if kernels else exp.kernels
-    dtypes_ = experiment_mod.parse_dtypes(dtypes) if dtypes else exp.dtypes
-    return tuple(Problem(k, s, d) for k in kernels_ for d in dtypes_ for s in exp.shapes)
+    exp = experiment_mod.with_overrides(experiment_mod.load(path), kernels=kernels, dtypes=dtypes)
+    return tuple(Problem(p.kernel, p.shape, p.dtype) for p in exp.problems())
 
 
 def validate(request: ValidateRequest, on_draw: Callable[[Draw, int], None] | None = None) -> ValidateResult:
