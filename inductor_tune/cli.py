@@ -234,16 +234,17 @@ def cmd_crossmeasure(args) -> int:
     from . import experiment as experiment_mod
     from .app.crossmeasure import CrossmeasureRequest, crossmeasure
 
-    if args.rounds < 2 or min(args.top, args.max_configs) < 1 or min(args.neighbours, args.span_probes) < 0:
-        raise CliError("--rounds must be at least 2, --top and --max-configs at least 1, --neighbours and "
-                       "--span-probes at least 0")
+    if args.rounds < 2 or min(args.top, args.max_configs) < 1 or \
+            min(args.neighbours, args.span_probes, args.edge_probes) < 0:
+        raise CliError("--rounds must be at least 2, --top and --max-configs at least 1, --neighbours, "
+                       "--span-probes and --edge-probes at least 0")
     request = CrossmeasureRequest(
         tuple(args.db), args.storage, frozenset(experiment_mod.parse_kernels(args.kernels)) if args.kernels else None,
         args.top, args.neighbours, args.max_configs, args.rounds,
         experiment_mod.parse_shapes(args.hold_out) if args.hold_out else (),
         () if args.probes == "none" else comma_list(args.probes),
         gpu_index(args.gpu), worker_count(args.workers), args.replay, progress=not args.no_progress,
-        span_probes=args.span_probes, seed=int_option("--seed", args.seed, 0),
+        span_probes=args.span_probes, edge_probes=args.edge_probes, seed=int_option("--seed", args.seed, 0),
         avoid_draws=comma_list(args.avoid_draw) if args.avoid_draw else (), candidates_from=args.candidates_from,
     )
     return print_crossmeasure(crossmeasure(request, plan_only=args.plan_only))

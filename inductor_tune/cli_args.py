@@ -146,7 +146,10 @@ def _crossmeasure_arguments(sub) -> None:
                    help="instead of the studied shapes, time K random probes inside the span of each size group "
                    "whose fitted rule sets a config (random rows and N, none at a studied shape): that config and "
                    "the group's covered candidates, where no study looked (default 0: off)")
-    c.add_argument("--seed", default="0", help="--span-probes: seed of the draw (default 0)")
+    c.add_argument("--edge-probes", type=int, default=0, metavar="K",
+                   help="with or instead of --span-probes: K probes at each kernel a config rule matches, with rows "
+                   "in the lowest octave of the rule's rows, where its grid is smallest (default 0: off)")
+    c.add_argument("--seed", default="0", help="--span-probes, --edge-probes: seed of the draw (default 0)")
     c.add_argument("--avoid-draw", metavar="FILES",
                    help="comma-separated held-out draws (validate --draw-out) whose shapes no probe takes")
     c.add_argument("--candidates-from", metavar="GPU",

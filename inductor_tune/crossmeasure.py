@@ -34,6 +34,11 @@ and ``nn_rmsnorm_fwd``.  On an H200 a rule whose probes all took ``rmsnorm_fwd``
 bucket had studied) lost 3 % at ``llama_rmsnorm_fwd`` (held-out set 13) and 6.8 % at ``nn_rmsnorm_fwd``.
 So span probes also take each kernel of the rule's family in turn (``evidence.span_kernels``,
 ``FitParams.probe_every_kernel``). A kernel studied only at other N lends its slot from the nearest one.
+
+Edge probes.  Rows drawn log-uniform over a band of several octaves rarely land where it starts, where the
+grid is smallest; on an H200 a rule from 256 rows lost 4 % at 300 rows of one of the kernels it matched, a
+shape none of its probes was near.  So ``edge_per_kernel`` more probes per rule take each kernel it matches
+with rows in the lowest octave of its band.
 """
 
 from __future__ import annotations
@@ -184,12 +189,15 @@ def aligned_cols(cols: int, lo: int, hi: int, alignment: tuple[int, int]) -> int
 
 
 def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: Container[tuple[int, int]] = (),
-                max_configs: int = 8, params: FitParams = FitParams()) -> list[PlanItem]:
+                max_configs: int = 8, params: FitParams = FitParams(), edge_per_kernel: int = 0) -> list[PlanItem]:
     """``per_group`` random probes inside the span of each size group whose fitted rule sets a config (see
     the module's docstring), each timing that config and the group's covered candidates, at most
-    ``max_configs``.  A pure function of its arguments; ``avoid``: (rows, cols) kept out for every kernel
+    ``max_configs``; and ``edge_per_kernel`` more per kernel the rule matches, at its lowest rows (edge
+    probes).  A pure function of its arguments; ``avoid``: (rows, cols) kept out for every kernel
     (held-out draws), besides every shape the points measured."""
     rng = random.Random(seed)
+    # Edge probes draw from their own stream, so a seed's span probes are the same with or without them.
+    edge_rng = random.Random(f"edge:{seed}")
     rules = fit_rules(points, params)
     taken = {(p.rows, p.cols) for p in points}
     items: list[PlanItem] = []
@@ -199,16 +207,18 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
                                                                            reductions, envelope or None)):
             group = [p for p in whole_group if rule.xnumel[0] <= p.x_pow2 <= rule.xnumel[1]]
             items += _span_probes_of(rule, group, points, r, per_group, rng, taken, avoid, max_configs, params)
+            if edge_per_kernel:
+                items += _span_probes_of(rule, group, points, r, edge_per_kernel, edge_rng, taken, avoid, max_configs,
+                                         params, edge=True)
     return items
 
 
 def _span_probes_of(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[ShapePoint], r: int, per_group: int,
                     rng: random.Random, taken: set, avoid: Container[tuple[int, int]], max_configs: int,
-                    params: FitParams) -> list[PlanItem]:
+                    params: FitParams, edge: bool = False) -> list[PlanItem]:
     """``per_group`` probes inside one config rule's span of size group ``r`` (``group``: its shapes there;
-    ``points``: every shape, whose studies lend the probes their kernels)."""
-    from .gate import resident_bytes
-
+    ``points``: every shape, whose studies lend the probes their kernels); ``edge``: ``per_group`` probes at
+    each kernel the rule matches, all with rows in the lowest octave of the rule's rows."""
     items: list[PlanItem] = []
     parents = [p for p in group if not p.probe and runs_over_rows(p)]
     if not parents or rule.rows is None:
@@ -217,34 +227,71 @@ def _span_probes_of(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequenc
     kernels = span_kernels(points, family, r) if params.probe_every_kernel else ()
     need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
     configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
-    (rows_lo, rows_hi), cols_lo = rule.rows, max(r // 2 + 1, 1)
-    placed = 0
-    for _ in range(SPAN_PROBE_ATTEMPTS * per_group):
-        if placed == per_group:
-            break
-        # Every attempt draws the same two numbers, so the sequence depends only on the seed, the
-        # groups and the rejections.
-        rows = min(rows_hi, max(rows_lo, round(math.exp(rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
-        cols = aligned_cols(rng.randint(cols_lo, r), cols_lo, r, ALIGNMENT_CLASSES[placed % len(ALIGNMENT_CLASSES)])
-        if cols is None or (rows, cols) in taken or (rows, cols) in avoid:
-            continue
-        # Kernels in turn, as alignment classes (the module's docstring says why).
-        if kernels:
-            parent = probe_parent(points, *kernels[placed % len(kernels)], rows, cols)
-            if parent is None or parent.family != family:
-                continue
-        else:
-            parent = min(parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)), p.rows))
-        if resident_bytes(parent.kernel, rows, cols, parent.dtype) > SPAN_PROBE_MAX_BYTES:
-            continue
-        point = probe_point(parent, rows, cols, span=True)
-        legal = list(dict.fromkeys(c for c in configs if not slot_violations(point.slot, c)))[:max_configs]
-        if not legal:
-            continue
-        taken.add((rows, cols))
-        placed += 1
-        items.append(PlanItem(point, tuple(legal), tuple(() for _ in legal)))
+    draw = _ProbeDraw(family, parents, points, configs, r, rng, taken, avoid, max_configs)
+    rows_lo, rows_hi = rule.rows
+    if not edge:
+        return draw.probes(per_group, (rows_lo, rows_hi), kernels)
+    # Edge probes.  Where a rule's band starts, the grid is smallest and a config's wave count the most
+    # fragile, and a log-uniform draw over the whole band lands there rarely: on an H200 a rule whose
+    # 256-row edge no probe took lost 4 % at 300 rows of a kernel it matched (docs/rules.md, stop 29).
+    # Each kernel in turn; the alignment classes go on turning from one kernel to the next.
+    octave = (rows_lo, min(rows_hi, 2 * rows_lo))
+    for n, kernel in enumerate(kernels or (None,)):
+        items += draw.probes(per_group, octave, (kernel,) if kernel else (), first_class=n * per_group)
     return items
+
+
+@dataclasses.dataclass
+class _ProbeDraw:
+    """What the probes of one rule draw from, and the shapes already taken (shared by every rule)."""
+    family: tuple
+    parents: Sequence[ShapePoint]
+    points: Sequence[ShapePoint]
+    configs: list
+    r: int
+    rng: random.Random
+    taken: set
+    avoid: Container[tuple[int, int]]
+    max_configs: int
+
+    def probes(self, count: int, rows_band: tuple[int, int], kernels: Sequence[tuple[str, str]],
+               first_class: int = 0) -> list[PlanItem]:
+        """``count`` probes with rows log-uniform over ``rows_band`` and N in the bucket, in each alignment
+        class in turn from ``first_class``, kernels in turn (none: the nearest studied shape's)."""
+        from .gate import resident_bytes
+
+        (rows_lo, rows_hi), cols_lo = rows_band, max(self.r // 2 + 1, 1)
+        items: list[PlanItem] = []
+        placed = 0
+        for _ in range(SPAN_PROBE_ATTEMPTS * count):
+            if placed == count:
+                break
+            # Every attempt draws the same two numbers, so the sequence depends only on the seed, the
+            # groups and the rejections.
+            rows = min(rows_hi, max(rows_lo, round(math.exp(self.rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
+            alignment = ALIGNMENT_CLASSES[(first_class + placed) % len(ALIGNMENT_CLASSES)]
+            cols = aligned_cols(self.rng.randint(cols_lo, self.r), cols_lo, self.r, alignment)
+            if cols is None or (rows, cols) in self.taken or (rows, cols) in self.avoid:
+                continue
+            # Kernels in turn, as alignment classes (the module's docstring says why).
+            if kernels:
+                parent = probe_parent(self.points, *kernels[placed % len(kernels)], rows, cols)
+                if parent is None or parent.family != self.family:
+                    continue
+            else:
+                parent = min(self.parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)),
+                                                          p.rows))
+            if resident_bytes(parent.kernel, rows, cols, parent.dtype) > SPAN_PROBE_MAX_BYTES:
+                continue
+            point = probe_point(parent, rows, cols, span=True)
+            legal = list(dict.fromkeys(c for c in self.configs if not slot_violations(point.slot, c)))
+            legal = legal[:self.max_configs]
+            if not legal:
+                continue
+            self.taken.add((rows, cols))
+            placed += 1
+            items.append(PlanItem(point, tuple(legal), tuple(() for _ in legal)))
+        return items
 
 
 def bytes_needed(item: PlanItem, fixed: float, factor: dict[bool, float]) -> float:

@@ -71,6 +71,33 @@ def test_each_groups_span_probes_take_its_familys_kernels_in_turn(points):
     assert old and not any(i.point.kernel == TWIN and i.point.r_pow2 != twin.r_pow2 for i in old)
 
 
+def test_edge_probes_take_every_kernel_of_a_rule_at_the_lowest_octave_of_its_rows(points):
+    pts, twin, family = _with_twin(points)
+    rules = [r for r in distill.fit_rules(pts) if r.config is not None and r.rows is not None]
+    edge = crossmeasure.span_probes(pts, 0, seed=17, edge_per_kernel=2)
+    assert edge and edge == crossmeasure.span_probes(pts, 0, seed=17, edge_per_kernel=2)
+    kernels = collections.defaultdict(list)
+    for item in edge:
+        p = item.point
+        assert p.span and p.slot.xnumel == p.rows and p.slot.rnumel == p.cols
+        # Inside the lowest octave of the band of the rule that placed it (its config is timed first).
+        assert any(r.config == item.configs[0] and r.rows[0] <= p.rows <= min(r.rows[1], 2 * r.rows[0])
+                   and r.matches(p.kind, p.element_size, p.r_pow2, r.xnumel[0], p.reductions, p.envelope or None)
+                   for r in rules), p.label
+        kernels[(p.family, p.r_pow2, item.configs[0])].append(p)
+    mine = {key: ps for key, ps in kernels.items() if key[0] == family}
+    assert mine, "no config rule of the looped RMSNorm family got edge probes"
+    for ps in mine.values():
+        # Two per kernel, and the alignment classes turn on from one kernel to the next.
+        assert sorted(p.kernel for p in ps) == sorted([TWIN, TWIN, "rmsnorm_fwd", "rmsnorm_fwd"])
+        classes = [next(k for k, (m, res) in enumerate(ALIGNMENT_CLASSES) if p.cols % m == res) for p in ps]
+        assert len(set(classes)) == len(ps), classes
+    # The span probes of a seed are the same with edge probes as without them.
+    span = crossmeasure.span_probes(pts, 3, seed=17)
+    both = crossmeasure.span_probes(pts, 3, seed=17, edge_per_kernel=2)
+    assert [i for i in both if i not in edge] == span
+
+
 def _fitted_with_twin(points):
     """A rule fitted on two rows of one looped RMSNorm shape and one of a second kernel of its family."""
     studied, _ = _looped_sum(points)

@@ -37,11 +37,18 @@ class CrossmeasureRequest:
     # Span probes instead of the studied shapes: this many per size group whose rule sets a config,
     # drawn from ``seed``, never at a problem of the held-out draws in ``avoid_draws`` (--draw-out files).
     span_probes: int = 0
+    # Edge probes: this many per kernel a config rule matches, at the lowest octave of its rows.
+    edge_probes: int = 0
     seed: int = 0
     avoid_draws: tuple[str, ...] = ()
     # A GPU (query) whose studies choose the candidates, for a GPU with no studies of its own: the plan is
     # that GPU's, the times this one's, and each record's origins name the proposing GPU.
     candidates_from: str | None = None
+
+    @property
+    def probing(self) -> bool:
+        """Probes at shapes no study ran, placed by this GPU's fit, instead of the studied shapes."""
+        return bool(self.span_probes or self.edge_probes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +78,9 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
     if request.replay:  # before the storage is created
         check_replay(request.replay, storage)
     check_url(storage, create=True)
-    if request.replay and request.span_probes:
-        raise AppError("--span-probes with --replay: a recording has no measurements at shapes no study ran")
+    if request.replay and request.probing:
+        raise AppError("--span-probes or --edge-probes with --replay: a recording has no measurements at shapes "
+                       "no study ran")
     inputs = _inputs(request)  # before the GPU is asked for: a bad draw, database or GPU query is one line
     if request.replay and request.probes:  # a recording holds the studies' own shapes; probes lie between them
         # Warned once the input is known good: a bad input's output is its one error line.
@@ -99,7 +107,7 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
         items = _plan(request, pool.fingerprint.key, inputs)
         with tqdm(total=len(items), disable=not request.progress, unit="shape", desc="crossmeasuring") as bar:
             counts = crossmeasure_mod.run(items, pool, store, request.rounds, progress=bar,
-                                          span_seed=request.seed if request.span_probes else None)
+                                          span_seed=request.seed if request.probing else None)
     return CrossmeasureResult(request, tuple(items), storage, counts)
 
 
@@ -152,7 +160,7 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
                            "it has studies of its own")
 
     refuse_measured(gpu_query)  # the pool's fingerprint; a --plan-only query is checked once resolved
-    if request.span_probes or source is None:
+    if request.probing or source is None:
         # Span probes are placed by this GPU's fit, framed by the source's studies where it has none.
         gpu = _select(stores, gpu_query, "the GPU measured: " if source else "")
         refuse_measured(gpu.fingerprint)
@@ -165,8 +173,9 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
         raise AppError(f"no usable single-kernel study of {gpu.fingerprint} in {', '.join(request.dbs)}")
     held = {(s.rows, s.cols) for s in request.hold_out}
     avoid = {(rows, cols) for draw in draws for _, rows, cols, _ in draw.problems} | held
-    if request.span_probes:
-        items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs)
+    if request.probing:
+        items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs,
+                                             edge_per_kernel=request.edge_probes)
     else:
         items = crossmeasure_mod.plan(points, request.top, request.neighbours, request.max_configs, request.probes,
                                       request.hold_out)
