@@ -158,6 +158,10 @@ def test_crossmeasure_span_probe_arguments_and_bad_draw_files_are_one_line(tmp_p
     assert cli.main([*base, "--span-probes", "2", "--seed", "4", "--avoid-draw", str(good)]) == 0
     out = capsys.readouterr().out
     assert "0 shape(s) + 2 probe(s) where no study ran" in out and not storage.exists()
+    # Edge probes alone also plan probes, not the studied shapes.
+    assert cli.main([*base, "--edge-probes", "1", "--seed", "4", "--avoid-draw", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "0 shape(s) + 1 probe(s) where no study ran" in out and not storage.exists()
     bad = tmp_path / "bad.json"
     bad.write_text(text)
     for argv, message in [
