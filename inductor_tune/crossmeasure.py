@@ -207,55 +207,58 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
         for rule in (x for x in rules if x.config is not None and x.matches(kind, element_size, r, x.xnumel[0],
                                                                            reductions, envelope or None)):
             group = [p for p in whole_group if rule.xnumel[0] <= p.x_pow2 <= rule.xnumel[1]]
-            items += _span_probes_of(rule, group, points, r, per_group, rng, taken, avoid, max_configs, params)
+            draw = _probe_draw(rule, group, points, r, taken, avoid, max_configs, params)
+            if draw is None:
+                continue
+            items += draw.probes(per_group, rule.rows, draw.kernels, rng)
             if edge_per_kernel:
-                items += _span_probes_of(rule, group, points, r, edge_per_kernel, edge_rng, taken, avoid, max_configs,
-                                         params, edge=True)
+                items += _edge_probes(draw, rule.rows, edge_per_kernel, edge_rng)
     return items
 
 
-def _span_probes_of(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[ShapePoint], r: int, per_group: int,
-                    rng: random.Random, taken: set, avoid: Container[tuple[int, int]], max_configs: int,
-                    params: FitParams, edge: bool = False) -> list[PlanItem]:
-    """``per_group`` probes inside one config rule's span of size group ``r`` (``group``: its shapes there;
-    ``points``: every shape, whose studies lend the probes their kernels); ``edge``: ``per_group`` probes at
-    each kernel the rule matches, all with rows in the lowest octave of the rule's rows."""
-    items: list[PlanItem] = []
+def _probe_draw(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[ShapePoint], r: int, taken: set,
+                avoid: Container[tuple[int, int]], max_configs: int, params: FitParams) -> _ProbeDraw | None:
+    """What the probes of one config rule in size group ``r`` draw from (``group``: its shapes there;
+    ``points``: every shape, whose studies lend the probes their kernels); None where it places none."""
     parents = [p for p in group if not p.probe and runs_over_rows(p)]
     if not parents or rule.rows is None:
-        return items
+        return None
     family = parents[0].family
     kernels = span_kernels(points, family, r) if params.probe_every_kernel else ()
     need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
     configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
-    draw = _ProbeDraw(family, parents, points, configs, r, rng, taken, avoid, max_configs)
-    rows_lo, rows_hi = rule.rows
-    if not edge:
-        return draw.probes(per_group, (rows_lo, rows_hi), kernels)
-    # Edge probes.  Where a rule's band starts, the grid is smallest and a config's wave count the most
-    # fragile, and a log-uniform draw over the whole band lands there rarely: on an H200 a rule whose
-    # 256-row edge no probe took lost 4 % at 300 rows of a kernel it matched (docs/rules.md, stop 29).
-    # Each kernel in turn; the alignment classes go on turning from one kernel to the next.
+    return _ProbeDraw(family, parents, points, kernels, configs, r, taken, avoid, max_configs)
+
+
+def _edge_probes(draw: _ProbeDraw, rows: tuple[int, int], per_kernel: int, rng: random.Random) -> list[PlanItem]:
+    """``per_kernel`` probes at each kernel the rule matches, with rows in the lowest octave of its ``rows``.
+
+    Where a rule's band starts, the grid is smallest and a config's wave count the most fragile, and a
+    log-uniform draw over the whole band lands there rarely: on an H200 a rule whose 256-row edge no probe
+    took lost 4 % at 300 rows of a kernel it matched (docs/rules.md, stop 29).  The alignment classes go on
+    turning from one kernel to the next."""
+    rows_lo, rows_hi = rows
     octave = (rows_lo, min(rows_hi, 2 * rows_lo))
-    for n, kernel in enumerate(kernels or (None,)):
-        items += draw.probes(per_group, octave, (kernel,) if kernel else (), first_class=n * per_group)
+    items: list[PlanItem] = []
+    for n, kernel in enumerate(draw.kernels or (None,)):
+        items += draw.probes(per_kernel, octave, (kernel,) if kernel else (), rng, first_class=n * per_kernel)
     return items
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class _ProbeDraw:
-    """What the probes of one rule draw from, and the shapes already taken (shared by every rule)."""
+    """What the probes of one rule draw from, and the shapes already taken (a set shared by every rule)."""
     family: tuple
     parents: Sequence[ShapePoint]
     points: Sequence[ShapePoint]
+    kernels: tuple[tuple[str, str], ...]  # the kernels the rule matches, taken in turn (none: nearest parent's)
     configs: list
     r: int
-    rng: random.Random
     taken: set
     avoid: Container[tuple[int, int]]
     max_configs: int
 
-    def probes(self, count: int, rows_band: tuple[int, int], kernels: Sequence[tuple[str, str]],
+    def probes(self, count: int, rows_band: tuple[int, int], kernels: Sequence[tuple[str, str]], rng: random.Random,
                first_class: int = 0) -> list[PlanItem]:
         """``count`` probes with rows log-uniform over ``rows_band`` and N in the bucket, in each alignment
         class in turn from ``first_class``, kernels in turn (none: the nearest studied shape's)."""
@@ -269,9 +272,9 @@ class _ProbeDraw:
                 break
             # Every attempt draws the same two numbers, so the sequence depends only on the seed, the
             # groups and the rejections.
-            rows = min(rows_hi, max(rows_lo, round(math.exp(self.rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
+            rows = min(rows_hi, max(rows_lo, round(math.exp(rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
             alignment = ALIGNMENT_CLASSES[(first_class + placed) % len(ALIGNMENT_CLASSES)]
-            cols = aligned_cols(self.rng.randint(cols_lo, self.r), cols_lo, self.r, alignment)
+            cols = aligned_cols(rng.randint(cols_lo, self.r), cols_lo, self.r, alignment)
             if cols is None or (rows, cols) in self.taken or (rows, cols) in self.avoid:
                 continue
             # Kernels in turn, as alignment classes (the module's docstring says why).
