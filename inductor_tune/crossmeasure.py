@@ -220,11 +220,16 @@ def _probe_draw(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[Sh
                 avoid: Container[tuple[int, int]], max_configs: int, params: FitParams) -> _ProbeDraw | None:
     """What the probes of one config rule in size group ``r`` draw from (``group``: its shapes there;
     ``points``: every shape, whose studies lend the probes their kernels); None where it places none."""
-    parents = [p for p in group if not p.probe and runs_over_rows(p)]
-    if not parents or rule.rows is None:
+    if not group or rule.rows is None:
         return None
-    family = parents[0].family
+    family = group[0].family
+    parents = [p for p in group if not p.probe and runs_over_rows(p)]
     kernels = span_kernels(points, family, r) if params.probe_every_kernel else ()
+    # A row band whose shapes are all probes (its studies lie in another band or bucket) is probed through
+    # its family's studied kernels: skipping it left nine fitted H200 rules held back for good, since no
+    # later round could settle them (docs/rules.md, stop 31).
+    if not parents and not kernels:
+        return None
     need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
     configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
     return _ProbeDraw(family, parents, points, kernels, configs, r, taken, avoid, max_configs)

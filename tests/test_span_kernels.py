@@ -138,3 +138,28 @@ def test_a_rule_whose_latest_round_missed_a_kernel_of_its_envelope_is_held_back(
     lost[0] = dataclasses.replace(lost[0], speedups={cfg: 0.93})
     held = distill.unsettled_rules(rules, [*shapes, *lost])
     assert list(held) == [0] and "0.930" in held[0] and TWIN in held[0]
+
+
+def test_a_rule_whose_shapes_are_all_probes_is_probed_again(points):
+    """A row band or N bucket whose evidence is span probes alone (its studies lie in other buckets) must be
+    probed by later rounds too: it ships only once its latest round timed every alignment class, so a
+    round that skipped it held it back for good (nine fitted H200 rules, docs/rules.md, stop 31)."""
+    studied, family = _looped_sum(points)
+    r = max(p.r_pow2 for p in studied)
+    top = max((p for p in studied if p.r_pow2 == r), key=lambda p: p.rows)
+    rest = [p for p in points if not (p.family == family and p.r_pow2 == r and not p.probe)]
+    for cfg in sorted(top.interleaved, key=lambda c: c.describe()):
+        probed = [*rest, *_round(top, cfg, ["rmsnorm_fwd"], ratio=1.3)]
+        rule = next((x for x in distill.fit_rules(probed) if x.config == cfg and x.rnumel == (r, r)
+                     and x.matches(top.kind, top.element_size, r, x.xnumel[0], top.reductions, top.envelope or None)),
+                    None)
+        if rule is not None:
+            break
+    else:
+        pytest.fail("no config of the fixture's top looped RMSNorm shape is adopted from probes alone")
+    assert not any(p.r_pow2 == r and p.family == family and not p.probe for p in probed)
+    items = crossmeasure.span_probes(probed, len(ALIGNMENT_CLASSES), seed=17, edge_per_kernel=1)
+    mine = [i for i in items if i.point.family == family and i.point.r_pow2 == r]
+    assert len(mine) == len(ALIGNMENT_CLASSES) + 1 and all(i.configs[0] == cfg for i in mine), [i.point.label for i in mine]
+    assert {next(k for k, (m, res) in enumerate(ALIGNMENT_CLASSES) if i.point.cols % m == res)
+            for i in mine[:len(ALIGNMENT_CLASSES)]} == set(range(len(ALIGNMENT_CLASSES)))
