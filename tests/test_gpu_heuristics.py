@@ -65,10 +65,15 @@ def test_install_changes_a_rule_shape_and_leaves_a_keep_default_shape_alone(ship
     if not rule.config.persistent:
         assert cfg.get("R0_BLOCK") == rule.config.R0_BLOCK, (cfg, rule.describe())
     # A keep-default rule forces nothing (the final configs are no test: Inductor's own autotuning may pick
-    # differently in two compiles of the same program).
+    # differently in two compiles of the same program).  Its shape lies inside its own rows and N: a row band
+    # that keeps the default may share its N bucket with the config rule above.
+    kept_rows, kept_cols = kept.rows[0] if kept.rows else kept.xnumel[0], kept.cols[1] if kept.cols else kept.rnumel[0]
+    envelope = next(iter(kept.envelopes), None)
+    assert heur.lookup(kept.kind, kept.element_size, kept_cols, kept_rows, kept.reductions, envelope) == kept
+    kept_shape = f"{kept_rows}x{kept_cols}"
     mark = len(heuristics.applied_rules())
-    _launch_configs(kernel, f"{rows}x{kept.rnumel[0]}", heur)
-    assert heuristics.applied_rules()[mark:] == [], kept.describe()
+    _launch_configs(kernel, kept_shape, heur)
+    assert heuristics.applied_rules()[mark:] == [], (kernel, kept_shape, kept.describe())
 
 
 def test_validate_two_shapes(tmp_path):
