@@ -283,11 +283,13 @@ def test_rules_as_the_trial_config_validate_measures():
 
 
 def _first_rule(**changes):
+    """An edit of the file's first config rule (a keep-default rule has no config to break)."""
     def edit(doc):
-        doc["rules"][0].update(changes)
+        rule = next(r for r in doc["rules"] if r["action"] == "config")
+        rule.update(changes)
         for key, value in changes.items():
             if value is None:
-                del doc["rules"][0][key]
+                del rule[key]
     return edit
 
 
@@ -298,8 +300,9 @@ BAD_FILES = [
     (lambda doc: doc.pop("gpu"), "missing `gpu`"),
     (_first_rule(kind="sideways"), "kind 'sideways' is not one of"),
     (_first_rule(rnumel=[2048, 1024]), "rnumel: must be [low, high] powers of two"),
-    # The shipped H200 file's first rule reaches N = 8192: 16 rows x 8192 over 4 warps of 32 threads.
-    (_first_rule(config={"persistent": True, "XBLOCK": 16, "num_warps": 4}), "illegal config: 1024 tile elements per thread exceed 256"),
+    # The shipped H200 file's first config rule reaches N = 2048: 64 rows x 2048 over 1 warp of 32 threads.
+    (_first_rule(config={"persistent": True, "XBLOCK": 64, "num_warps": 1}),
+     "illegal config: 4096 tile elements per thread exceed 256"),
     (_first_rule(config={"persistent": True, "XBLOCK": 3, "num_warps": 4}), "XBLOCK=3 is not a positive power of two"),
     (_first_rule(config={"persistent": True, "XBLOCK": 1, "warps": 4}), "config must be a mapping with keys from"),
     (_first_rule(action="keep_default"), "needs `config` exactly when"),
