@@ -238,6 +238,8 @@ def cmd_crossmeasure(args) -> int:
             min(args.neighbours, args.span_probes, args.edge_probes) < 0:
         raise CliError("--rounds must be at least 2, --top and --max-configs at least 1, --neighbours, "
                        "--span-probes and --edge-probes at least 0")
+    if not 0 < args.max_gib < float("inf"):
+        raise CliError(f"--max-gib must be a positive number of GiB (got {args.max_gib})")
     request = CrossmeasureRequest(
         tuple(args.db), args.storage, frozenset(experiment_mod.parse_kernels(args.kernels)) if args.kernels else None,
         args.top, args.neighbours, args.max_configs, args.rounds,
@@ -245,6 +247,7 @@ def cmd_crossmeasure(args) -> int:
         () if args.probes == "none" else comma_list(args.probes),
         gpu_index(args.gpu), worker_count(args.workers), args.replay, progress=not args.no_progress,
         span_probes=args.span_probes, edge_probes=args.edge_probes, seed=int_option("--seed", args.seed, 0),
+        probe_max_gib=args.max_gib,
         avoid_draws=comma_list(args.avoid_draw) if args.avoid_draw else (), candidates_from=args.candidates_from,
     )
     return print_crossmeasure(crossmeasure(request, plan_only=args.plan_only))

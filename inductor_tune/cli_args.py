@@ -150,6 +150,9 @@ def _crossmeasure_arguments(sub) -> None:
                    help="with or instead of --span-probes: K probes at each kernel a config rule matches, with rows "
                    "in the lowest octave of the rule's rows, where its grid is smallest (default 0: off)")
     c.add_argument("--seed", default="0", help="--span-probes, --edge-probes: seed of the draw (default 0)")
+    c.add_argument("--max-gib", type=float, default=4.0, metavar="GIB",
+                   help="--span-probes, --edge-probes: the most GPU memory a probe may keep resident (default 4, "
+                   "the bound of validate --random)")
     c.add_argument("--avoid-draw", metavar="FILES",
                    help="comma-separated held-out draws (validate --draw-out) whose shapes no probe takes")
     c.add_argument("--candidates-from", metavar="GPU",

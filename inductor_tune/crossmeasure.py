@@ -173,7 +173,10 @@ def lead_with_rules(items: Sequence[PlanItem], points: Sequence[ShapePoint], max
     return out
 
 
-# Span probes are drawn within the sizes a gate problem may have (gate.draw_problems' default bound).
+# Span probes are drawn within the sizes a gate problem may have (gate.draw_problems' default bound, which
+# `validate --random --max-gib` moves as `crossmeasure --max-gib` moves this one).  Rule bands of more rows
+# than fit it cannot settle: on an H200 the probes of three bands above 33000 rows all lay at the lowest N
+# of their bucket, just under 4 GiB (docs/rules.md, stop 31).
 SPAN_PROBE_MAX_BYTES = 4 * 2**30
 SPAN_PROBE_ATTEMPTS = 50
 
@@ -190,12 +193,14 @@ def aligned_cols(cols: int, lo: int, hi: int, alignment: tuple[int, int]) -> int
 
 
 def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: Container[tuple[int, int]] = (),
-                max_configs: int = 8, params: FitParams = FitParams(), edge_per_kernel: int = 0) -> list[PlanItem]:
+                max_configs: int = 8, params: FitParams = FitParams(), edge_per_kernel: int = 0,
+                max_bytes: int = SPAN_PROBE_MAX_BYTES) -> list[PlanItem]:
     """``per_group`` random probes inside the span of each size group whose fitted rule sets a config (see
     the module's docstring), each timing that config and the group's covered candidates, at most
     ``max_configs``; and ``edge_per_kernel`` more per kernel the rule matches, at its lowest rows (edge
     probes).  A pure function of its arguments; ``avoid``: (rows, cols) kept out for every kernel
-    (held-out draws), besides every shape the points measured."""
+    (held-out draws), besides every shape the points measured; ``max_bytes``: the most a probe may keep
+    resident on the GPU."""
     rng = random.Random(seed)
     # Edge probes draw from their own stream, so a seed's span probes are the same with or without them.
     edge_rng = random.Random(f"edge:{seed}")
@@ -207,7 +212,7 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
         for rule in (x for x in rules if x.config is not None and x.matches(kind, element_size, r, x.xnumel[0],
                                                                            reductions, envelope or None)):
             group = [p for p in whole_group if rule.xnumel[0] <= p.x_pow2 <= rule.xnumel[1]]
-            draw = _probe_draw(rule, group, points, r, taken, avoid, max_configs, params)
+            draw = _probe_draw(rule, group, points, r, taken, avoid, max_configs, params, max_bytes)
             if draw is None:
                 continue
             items += draw.probes(per_group, rule.rows, draw.kernels, rng)
@@ -217,7 +222,8 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
 
 
 def _probe_draw(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[ShapePoint], r: int, taken: set,
-                avoid: Container[tuple[int, int]], max_configs: int, params: FitParams) -> _ProbeDraw | None:
+                avoid: Container[tuple[int, int]], max_configs: int, params: FitParams,
+                max_bytes: int = SPAN_PROBE_MAX_BYTES) -> _ProbeDraw | None:
     """What the probes of one config rule in size group ``r`` draw from (``group``: its shapes there;
     ``points``: every shape, whose studies lend the probes their kernels); None where it places none."""
     if not group or rule.rows is None:
@@ -232,7 +238,7 @@ def _probe_draw(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[Sh
         return None
     need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
     configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
-    return _ProbeDraw(family, parents, points, kernels, configs, r, taken, avoid, max_configs)
+    return _ProbeDraw(family, parents, points, kernels, configs, r, taken, avoid, max_configs, max_bytes)
 
 
 def _edge_probes(draw: _ProbeDraw, rows: tuple[int, int], per_kernel: int, rng: random.Random) -> list[PlanItem]:
@@ -262,6 +268,7 @@ class _ProbeDraw:
     taken: set
     avoid: Container[tuple[int, int]]
     max_configs: int
+    max_bytes: int = SPAN_PROBE_MAX_BYTES
 
     def probes(self, count: int, rows_band: tuple[int, int], kernels: Sequence[tuple[str, str]], rng: random.Random,
                first_class: int = 0) -> list[PlanItem]:
@@ -290,7 +297,7 @@ class _ProbeDraw:
             else:
                 parent = min(self.parents, key=lambda p: (abs(math.log(p.cols / cols)), abs(math.log(p.rows / rows)),
                                                           p.rows))
-            if resident_bytes(parent.kernel, rows, cols, parent.dtype) > SPAN_PROBE_MAX_BYTES:
+            if resident_bytes(parent.kernel, rows, cols, parent.dtype) > self.max_bytes:
                 continue
             point = probe_point(parent, rows, cols, span=True)
             legal = list(dict.fromkeys(c for c in self.configs if not slot_violations(point.slot, c)))

@@ -4,6 +4,7 @@ there.  The plan runs on the fixture's real H200 studies; the timings are made u
 (a deterministic function of the config), so only the bookkeeping and the fit's logic are checked."""
 
 import json
+import re
 
 import distill_fixtures as fx
 import pytest
@@ -172,6 +173,8 @@ def test_crossmeasure_span_probe_arguments_and_bad_draw_files_are_one_line(tmp_p
         (["--span-probes", "2", "--seed", "-3"], "--seed"),
         (["--span-probes", "2", "--replay", dbs[0]], "--span-probes or --edge-probes with --replay"),
         (["--edge-probes", "1", "--replay", dbs[0]], "--span-probes or --edge-probes with --replay"),
+        (["--span-probes", "2", "--max-gib", "0"], "--max-gib must be a positive number of GiB"),
+        (["--span-probes", "2", "--max-gib", "nan"], "--max-gib must be a positive number of GiB"),
     ]:
         assert cli.main([*base, *argv]) == 2, argv
         (line,) = capsys.readouterr().err.strip().splitlines()
@@ -202,3 +205,28 @@ def test_span_probes_take_n_from_every_alignment_class_in_turn(points):
 ])
 def test_aligned_cols_moves_n_to_the_nearest_member_of_its_class_inside_the_bucket(cols, lo, hi, alignment, expected):
     assert crossmeasure.aligned_cols(cols, lo, hi, alignment) == expected
+
+
+def test_probes_keep_within_the_memory_bound_they_are_given(points, tmp_path, capsys):
+    """A probe keeps at most ``max_bytes`` resident (``crossmeasure --max-gib``): the bound decides which rows
+    of a rule's band a round can reach at all (docs/rules.md, stop 31)."""
+    def resident(items):
+        return [gate.resident_bytes(i.point.kernel, i.point.rows, i.point.cols, i.point.dtype) for i in items]
+
+    default = crossmeasure.span_probes(points, 5, seed=5, edge_per_kernel=1)
+    assert default == crossmeasure.span_probes(points, 5, seed=5, edge_per_kernel=1,
+                                               max_bytes=crossmeasure.SPAN_PROBE_MAX_BYTES)
+    small_bound = sorted(resident(default))[len(default) // 2]
+    small = crossmeasure.span_probes(points, 5, seed=5, edge_per_kernel=1, max_bytes=small_bound)
+    assert small and max(resident(small)) <= small_bound < max(resident(default))
+    large = crossmeasure.span_probes(points, 5, seed=5, edge_per_kernel=1, max_bytes=64 * GiB)
+    assert max(resident(large)) > crossmeasure.SPAN_PROBE_MAX_BYTES, "no rule band of the fixture reaches 4 GiB"
+    # The app passes --max-gib through to the plan.
+    dbs = list(fx.fixture_dbs())
+    base = ["crossmeasure", *dbs, "--storage", str(tmp_path / "cm.sqlite"), "--plan-only", "H200", "--span-probes", "5",
+            "--seed", "5"]
+    counts = []
+    for gib in ("4", "0.01"):
+        assert cli.main([*base, "--max-gib", gib]) == 0
+        counts.append(sum(int(n) for n in re.findall(r"\+ (\d+) probe\(s\)", capsys.readouterr().out)))
+    assert counts[0] > counts[1]

@@ -40,6 +40,8 @@ class CrossmeasureRequest:
     # Edge probes: this many per kernel a config rule matches, at the lowest octave of its rows.
     edge_probes: int = 0
     seed: int = 0
+    # The most GPU memory a span or edge probe may keep resident (the random gate's bound by default).
+    probe_max_gib: float = 4.0
     avoid_draws: tuple[str, ...] = ()
     # A GPU (query) whose studies choose the candidates, for a GPU with no studies of its own: the plan is
     # that GPU's, the times this one's, and each record's origins name the proposing GPU.
@@ -175,7 +177,8 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
     avoid = {(rows, cols) for draw in draws for _, rows, cols, _ in draw.problems} | held
     if request.probing:
         items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs,
-                                             edge_per_kernel=request.edge_probes)
+                                             edge_per_kernel=request.edge_probes,
+                                             max_bytes=int(request.probe_max_gib * 2**30))
     else:
         items = crossmeasure_mod.plan(points, request.top, request.neighbours, request.max_configs, request.probes,
                                       request.hold_out)
