@@ -175,8 +175,8 @@ def lead_with_rules(items: Sequence[PlanItem], points: Sequence[ShapePoint], max
 
 # Span probes are drawn within the sizes a gate problem may have (gate.draw_problems' default bound, which
 # `validate --random --max-gib` moves as `crossmeasure --max-gib` moves this one).  Rule bands of more rows
-# than fit it cannot settle: on an H200 the probes of three bands above 33000 rows all lay at the lowest N
-# of their bucket, just under 4 GiB (docs/rules.md, stop 31).
+# than fit it cannot settle: on an H200 the probes of two bands above 33000 rows (N 8192) all lay at the
+# lowest N of their bucket, just under 4 GiB (docs/rules.md, stop 31).
 SPAN_PROBE_MAX_BYTES = 4 * 2**30
 SPAN_PROBE_ATTEMPTS = 50
 

@@ -160,6 +160,7 @@ def test_a_rule_whose_shapes_are_all_probes_is_probed_again(points):
     assert not any(p.r_pow2 == r and p.family == family and not p.probe for p in probed)
     items = crossmeasure.span_probes(probed, len(ALIGNMENT_CLASSES), seed=17, edge_per_kernel=1)
     mine = [i for i in items if i.point.family == family and i.point.r_pow2 == r]
-    assert len(mine) == len(ALIGNMENT_CLASSES) + 1 and all(i.configs[0] == cfg for i in mine), [i.point.label for i in mine]
+    assert len(mine) == len(ALIGNMENT_CLASSES) + 1, [i.point.label for i in mine]
+    assert all(i.configs[0] == cfg for i in mine)
     assert {next(k for k, (m, res) in enumerate(ALIGNMENT_CLASSES) if i.point.cols % m == res)
             for i in mine[:len(ALIGNMENT_CLASSES)]} == set(range(len(ALIGNMENT_CLASSES)))
