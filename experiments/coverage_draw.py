@@ -14,11 +14,12 @@ Usage:
 """
 
 import argparse
-import json
 import math
 import os
 import random
 import sys
+
+from inductor_tune.gate import Draw
 
 
 def draw(kernels: list[str], rows: tuple[int, int], cols: tuple[int, int], bands: int, seed: int,
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
     avoid = set()
     for path in args.avoid.split(","):
         with open(path) as f:
-            avoid |= {(int(p[1]), int(p[2])) for p in json.load(f)["problems"]}
+            avoid |= {(rows, cols) for _, rows, cols, _ in Draw.from_json(f.read()).problems}
     picked = draw(args.kernels.split(","), tuple(args.rows), tuple(args.cols), args.bands, args.seed, avoid)
     header = "".join(f"# {line}\n" for line in args.why.splitlines())
     header += (f"# Drawn by: python3 experiments/coverage_draw.py --kernels {args.kernels} --rows {args.rows[0]} "

@@ -14,7 +14,8 @@ import os
 import sys
 
 from .app.common import configure_logging, one_line_message
-from .cli_args import CliError, comma_list, gpu_index, gpu_list, int_option, parser, range_option, worker_count
+from .cli_args import (CliError, comma_list, gib_option, gpu_index, gpu_list, int_option, parser, range_option,
+                       worker_count)
 
 MAX_GATE_PROBLEMS = 100_000  # the draw alone would fill the memory long before a GPU ran them
 DEFAULT_VALIDATE_KERNELS = "rmsnorm_fwd,rmsnorm_bwd,layernorm_fwd,layernorm_bwd,softmax_fwd"
@@ -150,9 +151,7 @@ def _gate_request(args):
     dtypes = experiment_mod.parse_dtypes(args.dtypes or "bf16")
     if len(dtypes) != 1:
         raise CliError("--random draws problems of one dtype: give one with --dtypes")
-    if not 0 < args.max_gib < float("inf"):
-        raise CliError(f"--max-gib must be a positive number of GiB (got {args.max_gib})")
-    return GateRequest(count, seed, kernels, dtypes[0], args.max_gib, range_option("--rows", args.rows, ROWS),
+    return GateRequest(count, seed, kernels, dtypes[0], gib_option(args.max_gib), range_option("--rows", args.rows, ROWS),
                        range_option("--cols", args.cols, COLS))
 
 
@@ -238,8 +237,7 @@ def cmd_crossmeasure(args) -> int:
             min(args.neighbours, args.span_probes, args.edge_probes) < 0:
         raise CliError("--rounds must be at least 2, --top and --max-configs at least 1, --neighbours, "
                        "--span-probes and --edge-probes at least 0")
-    if not 0 < args.max_gib < float("inf"):
-        raise CliError(f"--max-gib must be a positive number of GiB (got {args.max_gib})")
+    probe_max_gib = gib_option(args.max_gib)
     request = CrossmeasureRequest(
         tuple(args.db), args.storage, frozenset(experiment_mod.parse_kernels(args.kernels)) if args.kernels else None,
         args.top, args.neighbours, args.max_configs, args.rounds,
@@ -247,7 +245,7 @@ def cmd_crossmeasure(args) -> int:
         () if args.probes == "none" else comma_list(args.probes),
         gpu_index(args.gpu), worker_count(args.workers), args.replay, progress=not args.no_progress,
         span_probes=args.span_probes, edge_probes=args.edge_probes, seed=int_option("--seed", args.seed, 0),
-        probe_max_gib=args.max_gib,
+        probe_max_gib=probe_max_gib,
         avoid_draws=comma_list(args.avoid_draw) if args.avoid_draw else (), candidates_from=args.candidates_from,
     )
     return print_crossmeasure(crossmeasure(request, plan_only=args.plan_only))

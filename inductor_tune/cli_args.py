@@ -257,6 +257,13 @@ def int_option(flag: str, text: str, minimum: int) -> int:
     return value
 
 
+def gib_option(value: float) -> float:
+    """``--max-gib``: a memory bound, which must be a positive, finite number of GiB."""
+    if not 0 < value < float("inf"):
+        raise CliError(f"--max-gib must be a positive number of GiB (got {value})")
+    return value
+
+
 def range_option(flag: str, text: str | None, default: tuple[int, int]) -> tuple[int, int]:
     if text is None:
         return default

@@ -223,7 +223,7 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
 
 def _probe_draw(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[ShapePoint], r: int, taken: set,
                 avoid: Container[tuple[int, int]], max_configs: int, params: FitParams,
-                max_bytes: int = SPAN_PROBE_MAX_BYTES) -> _ProbeDraw | None:
+                max_bytes: int) -> _ProbeDraw | None:
     """What the probes of one config rule in size group ``r`` draw from (``group``: its shapes there;
     ``points``: every shape, whose studies lend the probes their kernels); None where it places none."""
     if not group or rule.rows is None:
@@ -268,7 +268,7 @@ class _ProbeDraw:
     taken: set
     avoid: Container[tuple[int, int]]
     max_configs: int
-    max_bytes: int = SPAN_PROBE_MAX_BYTES
+    max_bytes: int  # the most a probe may keep resident on the GPU
 
     def probes(self, count: int, rows_band: tuple[int, int], kernels: Sequence[tuple[str, str]], rng: random.Random,
                first_class: int = 0) -> list[PlanItem]:

@@ -54,7 +54,8 @@ def test_a_held_out_problem_is_drawn_again_and_a_committed_draw_is_never_rewritt
     _, kernel, shape = first.stdout.splitlines()[0].split()
     rows, cols = map(int, shape.split("x"))
     fake = tmp_path / "held.json"
-    fake.write_text(json.dumps({"problems": [[kernel, rows, cols, "bf16"]]}))
+    draw = json.load(open(SET19))
+    fake.write_text(json.dumps({**draw, "n": 1, "problems": [[kernel, rows, cols, "bf16"]]}))
     again = _draw(tmp_path / "b.yaml", avoid=f"{SET19},{fake}")
     assert again.returncode == 0 and shape not in again.stdout.splitlines()[0]
     assert len(again.stdout.splitlines()) == 6
