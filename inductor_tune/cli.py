@@ -306,8 +306,8 @@ def cmd_patch(args) -> int:
 
 def print_patch(result) -> int:
     heur = result.heuristics
-    print(f"wrote {result.out} against torch {result.torch_version} ({len(heur.table().rules)} config rules for "
-          f"{heur.gpu.name})")
+    print(f"wrote {result.out} against torch {result.torch_version} ({len(heur.table().rules)} config rules"
+          f"{f', {len(heur.unsplit)} unsplit' if heur.unsplit else ''} for {heur.gpu.name})")
     print(f"check: cd {result.torch_root} && git apply --check {os.path.abspath(result.out)}")
     return 0
 

@@ -79,6 +79,9 @@ def check_data(heur: Heuristics) -> None:
             raise PatchError(f"rule reductions {rule.reductions!r} is not a reduction signature; refusing to write a patch")
         if not all(isinstance(e, str) and text_ok(e) for e in rule.envelopes):
             raise PatchError(f"rule envelopes {list(rule.envelopes)!r} are not envelope texts; refusing to write a patch")
+    for spec in heur.unsplit:
+        if not all(type(v) is int for v in (*spec.rows, *spec.cols)):
+            raise PatchError(f"unsplit spans {spec.rows!r}, {spec.cols!r} are not whole numbers; refusing to write a patch")
 
 
 def text_ok(text: str) -> bool:
@@ -114,7 +117,16 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
             if getattr(rule, f.name) != f.default or f.default is dataclasses.MISSING
         )
         lines.append(f"        Rule({fields}),")
-    lines += ["    ),", ")"]
+    lines.append("    ),")
+    if table.unsplit:
+        lines.append("    unsplit=(")
+        for spec, rule in zip(heur.unsplit, table.unsplit):
+            ev = spec.evidence
+            lines.append(_comment(f"one kernel: {ev.gain_min or 0:.2f}-{ev.gain_max or 0:.2f}x (geomean "
+                                  f"{ev.gain_geomean or 0:.2f}x) over Inductor's split at {len(ev.measured)} shapes"))
+            lines.append(f"        UnsplitRule(rows={tuple(rule.rows)!r}, cols={tuple(rule.cols)!r}),")
+        lines.append("    ),")
+    lines.append(")")
     placeholder = 'TABLE = Table(gpu="none", capability=None, sm_count=None, rules=())'
     if source.count(placeholder) != 1:
         raise AssertionError("torch_rules has lost its TABLE placeholder")
@@ -160,7 +172,7 @@ def _check_module(module: str, template: str) -> None:
     allowed = (ast.Call, ast.Name, ast.Constant, ast.Tuple, ast.keyword, ast.Load, ast.UnaryOp, ast.USub)
     for node in ast.walk(table.value):
         if not isinstance(node, allowed) or (isinstance(node, ast.Call) and getattr(node.func, "id", "") not in
-                                             ("Table", "Rule")):
+                                             ("Table", "Rule", "UnsplitRule")):
             raise PatchError("the generated rule table holds more than literal rules; refusing to write a patch")
 
 

@@ -72,6 +72,16 @@ def _fallback_hook(indent: str, configs_then: str) -> str:
 """
 
 
+# Past Inductor's two no-split returns of an inner reduction (enough outputs; a short reduction) it splits: an
+# unsplit rule keeps it in one kernel there.
+_UNSPLIT = f"""            {_HOOK}
+            from .runtime.distilled_reduction_rules import unsplit_decision
+
+            if unsplit_decision(device, reduction_numel_hint, numel_hint, inner_reduction):
+                return 1
+"""
+
+
 # Inductor's configs go through the same compile loop, which skips those that do not fit either.
 _RECOMPILE = "            self.configs = distilled_fallback\n            return self._precompile_worker()\n"
 
@@ -87,6 +97,13 @@ HOOKS = (
             return distilled
 """,
         "the persistent_reductions check in InductorChoices.should_use_persistent_reduction",
+    ),
+    Hook(
+        "torch/_inductor/choices.py",
+        "            if reduction_numel_hint <= no_split_threshold:\n                return 1\n",  # 2.13, 2.14
+        _UNSPLIT,
+        "the no-split threshold of an inner reduction in InductorChoices.reduction_split_factor",
+        variants=(("            if reduction_numel_hint <= 8192:\n                return 1\n", _UNSPLIT),),  # 2.11
     ),
     Hook(
         "torch/_inductor/runtime/triton_heuristics.py",

@@ -190,3 +190,45 @@ def test_the_gate_on_five_random_problems_scores_what_its_committed_draw_scores(
                          "--storage", str(tmp_path / "committed.sqlite"))
     assert committed.returncode in (0, 1), committed.stderr
     assert problems(tmp_path / "committed.sqlite") == problems(tmp_path / "drawn.sqlite")
+
+
+def test_an_unsplit_rule_keeps_a_split_reduction_in_one_kernel_and_nothing_else(tmp_path):
+    """Inductor splits RMSNorm's forward at 100x16000 (two reduction kernels); the rule makes it one, with the
+    same numbers, and leaves a reduction outside its spans split."""
+    import inductor_tune
+    from inductor_tune import heuristics, unsplit
+    from inductor_tune.runtime.rules import UnsplitSpec
+
+    def reduction_kernels(compiled, *args) -> int:
+        from torch._inductor.utils import run_and_get_code
+
+        _, codes = run_and_get_code(compiled, *args)
+        return sum(code.count("@triton_heuristics.reduction(") + code.count("@triton_heuristics.persistent_reduction(")
+                   for code in codes)
+
+    heur = heuristics.load(HEURISTICS)
+    name = torch.cuda.get_device_name()
+    if name != heur.gpu.name:
+        pytest.skip(f"{HEURISTICS} is for {heur.gpu.name}, this is {name}")
+    rule = dataclasses.replace(heur, rules=(), unsplit=(UnsplitSpec((64, 127), (8193, 16384)),))
+    assert unsplit.region(rule)[0][1] == 2 * heur.gpu.sm_count - 1
+    x = torch.randn(100, 16000, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(16000, device="cuda", dtype=torch.bfloat16)
+
+    def norm(x, w):
+        return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps=1e-6)
+
+    torch._dynamo.reset()
+    split = reduction_kernels(torch.compile(norm), x, w)
+    with inductor_tune.install(rule) as handle:
+        assert handle.active, handle.reason
+        torch._dynamo.reset()
+        mark = len(heuristics.applied_rules())
+        kept = torch.compile(norm)
+        assert reduction_kernels(kept, x, w) == 1 < split
+        assert [line for line in heuristics.applied_rules()[mark:] if line.startswith("unsplit")]
+        torch.testing.assert_close(kept(x, w), norm(x, w), atol=2e-2, rtol=2e-2)
+        torch._dynamo.reset()
+        outside = torch.randn(20, 16000, device="cuda", dtype=torch.bfloat16)  # 20 rows: outside the rule
+        assert reduction_kernels(torch.compile(norm), outside, w) == split
+    torch._dynamo.reset()

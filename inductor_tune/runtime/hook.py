@@ -98,6 +98,24 @@ def apply_rules(features, groups, kernel_kwargs):
     return forced
 
 
+def apply_unsplit(device, reduction_numel, numel, inner_reduction: bool, split: int) -> int:
+    """Inductor's split factor, or 1 where an installed unsplit rule keeps the reduction in one kernel.
+
+    A tuning plan never gets here: its trial sets ``split_reductions`` itself."""
+    table = registry.installed_table()
+    if table is None or not table.unsplit or split <= 1:
+        return split
+    try:
+        keep = torch_rules.unsplit_decision(device, reduction_numel, numel, inner_reduction, table)
+    except Exception as exc:  # a lookup failure must never break a user's compile
+        log.debug("unsplit lookup failed, keeping Inductor's split: %s", exc)
+        return split
+    if not keep:
+        return split
+    registry.note_applied(f"unsplit (Inductor: {split} parts) -> x={numel} r={reduction_numel}")
+    return 1
+
+
 def mix_split_wrapper(original):
     """Set the split size of one mix-order kernel from the rules (Inductor reads it from config)."""
 
@@ -137,6 +155,13 @@ class InductorTuneChoices(InductorChoices):
             return plan.cache_key()
         digest = registry.installed_digest()
         return f"inductor-tune-heuristics-{digest}" if digest else "inductor-default"
+
+    def reduction_split_factor(self, device, reduction_numel_hint, numel_hint, inner_reduction):
+        # A static method in InductorChoices; ir.Reduction.num_splits asks it through V.choices, so an
+        # instance method here is what it calls.
+        split = InductorChoices.reduction_split_factor(device, reduction_numel_hint, numel_hint, inner_reduction)
+        return split if registry.planner() is not None else apply_unsplit(
+            device, reduction_numel_hint, numel_hint, inner_reduction, split)
 
     def triton_kernel_kwargs(self, kernel_cls, features, groups, kernel_kwargs):
         kernel_kwargs = super().triton_kernel_kwargs(kernel_cls, features, groups, kernel_kwargs)

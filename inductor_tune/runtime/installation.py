@@ -132,8 +132,8 @@ def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
         if not hasattr(getattr(owner, name), "__inductor_tune_original__"):
             setattr(owner, name, wrap(getattr(owner, name)))
     drop_cached_choices()
-    log.info("inductor_tune heuristics for %s installed: %d config rules (%s)", target, len(table.rules),
-             heur.digest())
+    log.info("inductor_tune heuristics for %s installed: %d config rules, %d unsplit rules (%s)", target,
+             len(table.rules), len(table.unsplit), heur.digest())
     return handle
 
 

@@ -16,7 +16,7 @@ import yaml
 
 from . import torch_rules
 from .launch import LAUNCH_FIELDS, POW2_FIELDS, STAGE_FIELDS, KernelSlot, SlotConfig, slot_violations
-from .rules import FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, RuleSpec
+from .rules import FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, RuleSpec, UnsplitSpec
 
 
 def read_yaml(path: str, error: type[Exception]) -> Any:
@@ -148,7 +148,34 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
                     and _overlap(other.rnumel, rnumel) and _overlap(other.xnumel, xnumel):
                 raise HeuristicsError(f"{where}: overlaps rules[{j}] ({other.describe()})")
         rules.append(rule)
-    return Heuristics(gpu, tuple(rules), provenance=provenance, holdout=holdout, not_covered=tuple(not_covered))
+    unsplit = _parse_unsplit(doc.get("unsplit") or [], gpu, source)
+    return Heuristics(gpu, tuple(rules), provenance=provenance, holdout=holdout, not_covered=tuple(not_covered),
+                      unsplit=unsplit)
+
+
+# Inductor splits an inner reduction only when it has fewer than 2 x SMs outputs and is longer than this
+# (InductorChoices.reduction_split_factor, torch 2.11-2.14 below compute capability 10).
+INNER_SPLIT_MIN_RNUMEL = 8193
+
+
+def _parse_unsplit(entries: Any, gpu: GpuSpec, source: str) -> tuple[UnsplitSpec, ...]:
+    if not isinstance(entries, list):
+        raise HeuristicsError(f"{source}: `unsplit` must be a list")
+    out: list[UnsplitSpec] = []
+    for i, entry in enumerate(entries):
+        where = f"{source}: unsplit[{i}]"
+        if not isinstance(entry, dict) or set(entry) - {"rows", "cols", "evidence"}:
+            raise HeuristicsError(f"{where}: must be a mapping of rows, cols and evidence")
+        rows = _span(_need(entry, "rows", where, list), f"{where}: rows")
+        cols = _span(_need(entry, "cols", where, list), f"{where}: cols")
+        if rows[1] >= 2 * gpu.sm_count or cols[0] < INNER_SPLIT_MIN_RNUMEL:
+            raise HeuristicsError(f"{where}: covers reductions Inductor does not split (rows must stay below "
+                                  f"{2 * gpu.sm_count}, 2 x SMs, and cols start at {INNER_SPLIT_MIN_RNUMEL} or more)")
+        for j, other in enumerate(out):
+            if _overlap(other.rows, rows) and _overlap(other.cols, cols):
+                raise HeuristicsError(f"{where}: overlaps unsplit[{j}]")
+        out.append(UnsplitSpec(rows, cols, _parse_evidence(entry.get("evidence") or {}, where)))
+    return tuple(out)
 
 
 # What a text from a heuristic file may hold where it reaches generated code (``inductor-tune patch``

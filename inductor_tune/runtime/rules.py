@@ -96,12 +96,26 @@ class RuleSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class UnsplitSpec:
+    """Inner reductions of ``rows`` outputs and length ``cols`` (inclusive measured spans) that Inductor would
+    split into two kernels stay one (``torch_rules.UnsplitRule``), with the A/B evidence it rests on."""
+
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+    evidence: Evidence = Evidence()
+
+    def describe(self) -> str:
+        return f"unsplit inner reductions rows {self.rows[0]}..{self.rows[1]} r={self.cols[0]}..{self.cols[1]}"
+
+
+@dataclasses.dataclass(frozen=True)
 class Heuristics:
     gpu: GpuSpec
     rules: tuple[RuleSpec, ...]
     provenance: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     holdout: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     not_covered: tuple[str, ...] = ()
+    unsplit: tuple[UnsplitSpec, ...] = ()
 
     def lookup(self, kind: str, element_size: int | None, rnumel: int, xnumel: int,
                reductions: str | None = None, envelope: str | None = None) -> RuleSpec | None:
@@ -124,10 +138,14 @@ class Heuristics:
             )
             for r in self.rules if r.config is not None
         )
-        return torch_rules.Table(self.gpu.name, self.gpu.cc, self.gpu.sm_count, rules)
+        unsplit = tuple(torch_rules.UnsplitRule(rows=tuple(u.rows), cols=tuple(u.cols)) for u in self.unsplit)
+        return torch_rules.Table(self.gpu.name, self.gpu.cc, self.gpu.sm_count, rules, unsplit)
 
     def digest(self) -> str:
-        body = json.dumps([dataclasses.asdict(self.gpu), [rule_dict(r) for r in self.rules]], sort_keys=True)
+        parts = [dataclasses.asdict(self.gpu), [rule_dict(r) for r in self.rules]]
+        if self.unsplit:  # files without unsplit rules keep the digests they had before such rules existed
+            parts.append([unsplit_dict(u) for u in self.unsplit])
+        body = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
@@ -138,6 +156,16 @@ def config_dict(cfg: SlotConfig) -> dict[str, Any]:
     if cfg.RSPLIT_SIZE is not None:
         out.update(RSPLIT_SIZE=cfg.RSPLIT_SIZE, NUM_STAGES=cfg.NUM_STAGES)
     return out
+
+
+def _evidence_dict(evidence: Evidence) -> dict[str, Any]:
+    ev = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(evidence).items()}
+    return {k: v for k, v in ev.items() if v not in (None, "", [])}
+
+
+def unsplit_dict(spec: UnsplitSpec) -> dict[str, Any]:
+    """An unsplit rule as the file spells it (the digest hashes this)."""
+    return {"rows": list(spec.rows), "cols": list(spec.cols), "evidence": _evidence_dict(spec.evidence)}
 
 
 def rule_dict(rule: RuleSpec) -> dict[str, Any]:
@@ -157,6 +185,5 @@ def rule_dict(rule: RuleSpec) -> dict[str, Any]:
     out["action"] = "config" if rule.config else "keep_default"
     if rule.config:
         out["config"] = config_dict(rule.config)
-    ev = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(rule.evidence).items()}
-    out["evidence"] = {k: v for k, v in ev.items() if v not in (None, "", [])}
+    out["evidence"] = _evidence_dict(rule.evidence)
     return out

@@ -53,11 +53,25 @@ class Rule:
 
 
 @dataclasses.dataclass(frozen=True)
+class UnsplitRule:
+    """An inner reduction Inductor would split into two kernels (few rows, a long reduction) stays one kernel.
+
+    ``rows`` (the reduction's outputs) and ``cols`` (its length) are the inclusive spans its evidence
+    measured.  Only reductions Inductor itself splits are asked (``unsplit_decision``), and keeping one
+    kernel is what ``split_reductions=False`` compiles, so such a rule changes a split, never what compiles:
+    the one kernel gets its launch config from the launch rules or from Inductor, as any other."""
+
+    rows: tuple
+    cols: tuple
+
+
+@dataclasses.dataclass(frozen=True)
 class Table:
     gpu: str  # human-readable name of the GPU the rules were measured on
     capability: Optional[int]  # DeviceProperties.cc, e.g. 90
     sm_count: Optional[int]
     rules: tuple = ()
+    unsplit: tuple = ()  # UnsplitRule
 
 
 TABLE = Table(gpu="none", capability=None, sm_count=None, rules=())
@@ -509,6 +523,25 @@ def fallback_configs(autotuner, exc) -> Optional[list]:
         "distilled rule %s does not fit kernel %s (%s: %s); it keeps Inductor's own configs",
         kept["rule"], name, type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
     return [Config(dict(c["kwargs"]), num_warps=c["num_warps"], num_stages=c["num_stages"]) for c in kept["configs"]]
+
+
+def unsplit_decision(device, reduction_numel, numel, inner_reduction: bool, table=None) -> bool:
+    """InductorChoices.reduction_split_factor: True where a rule keeps in one kernel an inner reduction.
+
+    Asked only where Inductor would split it: the hook after Inductor's own answer came back above 1, the
+    patched torch after Inductor's no-split returns (enough outputs; a short reduction)."""
+    from torch._inductor.runtime.hints import DeviceProperties
+
+    table = table or TABLE
+    # Deterministic and autotuning modes keep Inductor's reduction order and its own plans.
+    if not table.unsplit or not inner_reduction or _skip_config():
+        return False
+    rnumel, xnumel = _static_int(reduction_numel), _static_int(numel)
+    if rnumel is None or xnumel is None or device is None or getattr(device, "type", None) != "cuda":
+        return False
+    if not device_matches(DeviceProperties.create(device), table) or not device_name_matches(device.index, table):
+        return False
+    return any(within(rule.rows, xnumel) and within(rule.cols, rnumel) for rule in table.unsplit)
 
 
 def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:

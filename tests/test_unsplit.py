@@ -1,0 +1,172 @@
+"""Unsplit rules: what a file may say, where the hook keeps a split reduction in one kernel, how cells are
+fitted from the probe's A/B, and what the patch writes (CPU; the real compile is tests/test_gpu_heuristics.py)."""
+
+import dataclasses
+import os
+import types
+
+import distill_fixtures as fx
+import pytest
+import yaml
+
+from inductor_tune import heuristics, patch, unsplit
+from inductor_tune.heuristics import HeuristicsError
+from inductor_tune.runtime import hook, registry, torch_rules
+from inductor_tune.runtime.rules import UnsplitSpec
+from inductor_tune.unsplit import ABPoint
+
+H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
+SETTLE = os.path.join(fx.ROOT, "experiments", "candidates", "h200-settle.yaml")
+
+
+@pytest.fixture(scope="module")
+def base():
+    return dataclasses.replace(heuristics.load(H200_FILE), unsplit=())
+
+
+def _write(tmp_path, heur, edit=None):
+    doc = yaml.safe_load(heuristics.to_yaml(heur))
+    if edit:
+        edit(doc)
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_a_file_without_unsplit_rules_keeps_its_digest_and_one_with_them_round_trips(tmp_path, base):
+    assert heuristics.load(SETTLE).digest() == "0c06dfb3812f0277"  # shipped at stop 31, before unsplit rules
+    with_rule = dataclasses.replace(base, unsplit=(UnsplitSpec((64, 124), (8717, 16192)),))
+    back = heuristics.load(_write(tmp_path, with_rule))
+    assert back.unsplit == with_rule.unsplit and back.digest() == with_rule.digest() != base.digest()
+    assert back.table().unsplit == (torch_rules.UnsplitRule((64, 124), (8717, 16192)),)
+
+
+@pytest.mark.parametrize("entry, why", [
+    ({"rows": [64, 264], "cols": [8717, 16192]}, "does not split"),  # 264 rows = 2 x 132 SMs: never split
+    ({"rows": [64, 124], "cols": [4096, 16192]}, "does not split"),  # N 8192 or less: never split
+    ({"rows": [64, 124], "cols": [16192, 8717]}, "low <= high"),
+    ({"rows": [64, 124], "cols": [8717, 16192], "split": 2}, "mapping of rows, cols and evidence"),
+    ({"rows": "64..124", "cols": [8717, 16192]}, "must be list"),
+])
+def test_a_bad_unsplit_entry_is_one_line(tmp_path, base, entry, why):
+    path = _write(tmp_path, base, lambda doc: doc.update(unsplit=[entry]))
+    with pytest.raises(HeuristicsError, match=why):
+        heuristics.load(path)
+
+
+def test_overlapping_unsplit_rules_are_refused(tmp_path, base):
+    entries = [{"rows": [64, 124], "cols": [8717, 16192]}, {"rows": [100, 200], "cols": [9000, 9100]}]
+    with pytest.raises(HeuristicsError, match=r"overlaps unsplit\[0\]"):
+        heuristics.load(_write(tmp_path, base, lambda doc: doc.update(unsplit=entries)))
+
+
+# -- the hook ----------------------------------------------------------------------------------------
+
+@pytest.fixture
+def installed(base, monkeypatch):
+    table = dataclasses.replace(base, unsplit=(UnsplitSpec((64, 124), (8717, 16192)),)).table()
+    registry.set_installed(table, "test")
+    yield table
+    registry.set_installed(None, None)
+
+
+def _on_the_rules_gpu(monkeypatch):
+    from torch._inductor.runtime import hints
+
+    monkeypatch.setattr(hints.DeviceProperties, "create", staticmethod(lambda device: device))
+    monkeypatch.setattr(torch_rules, "device_matches", lambda props, table=None: True)
+    monkeypatch.setattr(torch_rules, "device_name_matches", lambda index, table=None: True)
+
+
+CUDA = types.SimpleNamespace(type="cuda", index=0)
+
+
+def test_the_hook_keeps_a_split_reduction_whole_only_inside_a_rule(installed, monkeypatch):
+    _on_the_rules_gpu(monkeypatch)
+    mark = len(registry.applied_rules())
+    assert hook.apply_unsplit(CUDA, 12000, 100, True, 4) == 1
+    assert registry.applied_rules()[mark:] == ["unsplit (Inductor: 4 parts) -> x=100 r=12000"]
+    assert hook.apply_unsplit(CUDA, 12000, 100, False, 4) == 4  # an outer reduction
+    assert hook.apply_unsplit(CUDA, 20000, 100, True, 4) == 4  # N beyond the measured span
+    assert hook.apply_unsplit(CUDA, 12000, 40, True, 4) == 4  # rows below it
+    assert hook.apply_unsplit(CUDA, 12000, 100, True, 1) == 1  # Inductor does not split: nothing to keep
+    assert hook.apply_unsplit(types.SimpleNamespace(type="cpu", index=None), 12000, 100, True, 4) == 4
+    assert len(registry.applied_rules()) == mark + 1
+
+
+def test_the_hook_keeps_inductors_split_elsewhere(installed, monkeypatch):
+    # Another GPU; a deterministic compile; a lookup that fails: Inductor's split, and the compile goes on.
+    assert hook.apply_unsplit(CUDA, 12000, 100, True, 4) == 4
+    _on_the_rules_gpu(monkeypatch)
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch(deterministic=True):
+        assert hook.apply_unsplit(CUDA, 12000, 100, True, 4) == 4
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("lookup failed")
+
+    monkeypatch.setattr(torch_rules, "unsplit_decision", broken)
+    assert hook.apply_unsplit(CUDA, 12000, 100, True, 4) == 4
+
+
+def test_without_rules_the_hook_is_inductors_split(monkeypatch):
+    registry.set_installed(None, None)
+    _on_the_rules_gpu(monkeypatch)
+    assert hook.apply_unsplit(CUDA, 12000, 100, True, 4) == 4
+
+
+# -- the fit ---------------------------------------------------------------------------------------
+
+def _points(ratios, rows=(70, 90, 110), cols=(9000, 12000, 15000), band=0.03):
+    return [ABPoint("rmsnorm_fwd", r, c, x, band) for x, r, c in zip(ratios, rows, cols)]
+
+
+def test_a_cell_is_a_rule_only_with_a_win_beyond_noise_and_no_loss(base):
+    fitted, lines = unsplit.fit(base, _points([1.2, 1.3, 1.1]), ["train.sqlite"])
+    (spec,) = fitted.unsplit
+    assert spec.rows == (70, 110) and spec.cols == (9000, 15000)  # the measured span, not the cell
+    assert spec.evidence.gain_min == 1.1 and len(spec.evidence.measured) == 3
+    assert fitted.provenance["unsplit_evidence"] == ["train.sqlite"]
+    assert any(line.startswith("rows 64..127 N 8193..16384: one kernel") for line in lines)
+    assert unsplit.cell_verdict(_points([1.2, 1.3, 0.95])).startswith("1 lost beyond noise")
+    assert unsplit.cell_verdict(_points([1.2, 1.3, 0.98])) is None  # 0.98: inside the 3 % band
+    assert "no win beyond" in unsplit.cell_verdict(_points([1.01, 1.0, 1.005]))  # a tie is no win
+    assert "fewer than 3" in unsplit.cell_verdict(_points([1.2, 1.3]))
+
+
+def test_the_cells_tile_the_split_region(base):
+    cells = unsplit.cells(base)
+    (rows_lo, rows_hi), (cols_lo, cols_hi) = unsplit.region(base)
+    assert (rows_lo, rows_hi) == (1, 263) and cols_lo == 8193
+    assert sorted({c[0] for c in cells})[0][0] == 1 and max(c[0][1] for c in cells) == 263
+    assert min(c[1][0] for c in cells) == cols_lo and max(c[1][1] for c in cells) == cols_hi
+    assert len(cells) == len(unsplit.ROW_EDGES) * 5
+
+
+def test_points_keep_only_touched_problems_of_the_region():
+    from inductor_tune.validate import ValidationRow, Variant
+
+    def row(shape, applied):
+        variants = (Variant("inductor_default", 1.0, 1, 1, 1.0, 1.0, 1.0), Variant("heuristics", 0.8, 1, 1, 1.25, 1.2, 1.3))
+        return ValidationRow("rmsnorm_fwd", shape, "bf16", variants, 0.004, False, applied, ())
+
+    (p,) = unsplit.points_from_rows([row("100x12000", True), row("100x12000", False), row("100x4000", True)])
+    assert (p.rows, p.cols, p.ratio, p.band) == (100, 12000, 1.25, 0.015)
+
+
+# -- the patch -------------------------------------------------------------------------------------
+
+def test_the_patch_writes_unsplit_rules_as_literals_and_hooks_the_split_factor(base):
+    heur = dataclasses.replace(base, unsplit=(UnsplitSpec((64, 124), (8717, 16192)),))
+    module = patch.rules_module(heur, "2.13.0")
+    assert "        UnsplitRule(rows=(64, 124), cols=(8717, 16192))," in module
+    namespace: dict = {}
+    exec(compile(module, "distilled_reduction_rules.py", "exec"), namespace)  # noqa: S102 (our own template)
+    assert namespace["TABLE"].unsplit == (namespace["UnsplitRule"]((64, 124), (8717, 16192)),)
+    (hook_,) = [h for h in patch.HOOKS if "reduction_split_factor" in h.what]
+    assert all("unsplit_decision(device, reduction_numel_hint, numel_hint, inner_reduction)" in code
+               for _, code in hook_.choices())
+    bad = dataclasses.replace(heur, unsplit=(UnsplitSpec((64, 124), (8717, "16192) or (1")),))
+    with pytest.raises(patch.PatchError, match="not whole numbers"):
+        patch.rules_module(bad, "2.13.0")
