@@ -170,3 +170,14 @@ def test_the_patch_writes_unsplit_rules_as_literals_and_hooks_the_split_factor(b
     bad = dataclasses.replace(heur, unsplit=(UnsplitSpec((64, 124), (8717, "16192) or (1")),))
     with pytest.raises(patch.PatchError, match="not whole numbers"):
         patch.rules_module(bad, "2.13.0")
+
+
+def test_the_hooks_split_factor_is_inductors_without_rules_on_this_torch():
+    # torch 2.13 declares reduction_split_factor static and 2.14 an instance method: both must work.
+    import torch
+    from torch._inductor.choices import InductorChoices
+
+    registry.set_installed(None, None)
+    device = torch.device("cpu")
+    ours = hook.InductorTuneChoices().reduction_split_factor(device, 100000, 4, True)
+    assert ours == InductorChoices().reduction_split_factor(device, 100000, 4, True)

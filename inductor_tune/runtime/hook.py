@@ -157,9 +157,9 @@ class InductorTuneChoices(InductorChoices):
         return f"inductor-tune-heuristics-{digest}" if digest else "inductor-default"
 
     def reduction_split_factor(self, device, reduction_numel_hint, numel_hint, inner_reduction):
-        # A static method in InductorChoices; ir.Reduction.num_splits asks it through V.choices, so an
-        # instance method here is what it calls.
-        split = InductorChoices.reduction_split_factor(device, reduction_numel_hint, numel_hint, inner_reduction)
+        # A static method up to torch 2.13 and an instance method from 2.14 on; ir.Reduction.num_splits asks
+        # it through V.choices, and super() calls either one right.
+        split = super().reduction_split_factor(device, reduction_numel_hint, numel_hint, inner_reduction)
         return split if registry.planner() is not None else apply_unsplit(
             device, reduction_numel_hint, numel_hint, inner_reduction, split)
 
