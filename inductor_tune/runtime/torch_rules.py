@@ -6,19 +6,10 @@ Inductor functions call the entry points at the bottom.  ``inductor_tune.install
 lookup (``rule_for_features``) from an ``InductorChoices`` subclass, so the run-time hook and a
 patched torch cannot disagree on which kernels a rule covers.
 
-A rule keys on what Inductor knows when it picks a launch config: the kernel kind (reduction hint,
-Inductor's own persistent decision, mix-order fusion), the kernel's signature (the types of the
-reductions it fuses as the scheduler records them, e.g. ``online_softmax_reduce+online_softmax_reduce``
-for softmax or ``sum`` for RMSNorm, marked ``@backward`` in a backward graph), the smallest element
-size among the kernel's tensors, next_pow2 of the reduction and row counts (the ``size_hints``
-Inductor's config functions receive), and the kernel's *envelope*: how many whole-row tensors and
-other tensors it reads and writes and how many bytes it moves per row element.  A rule matches only
-the envelopes its evidence was measured on: users saw a rule fitted on RMSNorm's fused backward (x,
-dy, rstd, w in; dx and partial dw out) run out of shared memory on a Llama decoder's fused backward,
-which loads more (the residual stream's gradient, casts).  The signature matters because the same
-size wants different launches: at N = 8192 on an H200 a persistent kernel beat Inductor's looped one
-2.1x for softmax and lost 0.77x for LayerNorm, and RMSNorm's backward row kernel (which also reads the gradient and the
-saved statistics) lost 27 % with the config its forward wins with.  Rules only exist for the GPU
+A rule keys on what Inductor knows when it picks a launch config: the kernel kind, its signature (the
+fused reduction types, ``@backward`` in a backward graph), the smallest element size, next_pow2 of the
+sizes, the measured rows and lengths, and the kernel's *envelope* (what it reads, writes and computes
+per row; docs/rules.md says why each matters).  Rules only exist for the GPU
 they were measured on (compute capability and SM count); everywhere else, and for every kernel no
 rule covers, Inductor keeps its own heuristics.
 """
@@ -45,21 +36,15 @@ class Rule:
     reductions: Optional[str] = None  # kernel_signature() of the kernels it covers; None: any
     # envelope_text() of every kernel its evidence was measured on; the rule covers only those.
     envelopes: tuple = ()
-    # Inclusive spans of the actual rows and reduction lengths its evidence measured (None: the pow2
-    # ranges alone).  A pow2 bucket reaches down to half its size: the 8192-row bucket holds 4097 rows,
-    # where a fused backward has half the programs its evidence had.
+    # Inclusive spans of the rows and reduction lengths its evidence measured (None: the pow2 ranges alone).
     rows: Optional[tuple] = None
     cols: Optional[tuple] = None
 
 
 @dataclasses.dataclass(frozen=True)
 class UnsplitRule:
-    """An inner reduction Inductor would split into two kernels (few rows, a long reduction) stays one kernel.
-
-    ``rows`` (the reduction's outputs) and ``cols`` (its length) are the inclusive spans its evidence
-    measured.  Only reductions Inductor itself splits are asked (``unsplit_decision``), and keeping one
-    kernel is what ``split_reductions=False`` compiles, so such a rule changes a split, never what compiles:
-    the one kernel gets its launch config from the launch rules or from Inductor, as any other."""
+    """An inner reduction Inductor would split stays one kernel, inside the measured rows and lengths (a split
+    changes, never what compiles: ``split_reductions=False`` compiles the same one kernel)."""
 
     rows: tuple
     cols: tuple
@@ -211,15 +196,9 @@ def ops_text(counts: dict) -> str:
 
 
 def reduction_ops(nodes) -> Optional[str]:
-    """What the reductions among ``nodes`` compute: the op counts of their loop bodies.
-
-    Two kernels can read and write the same tensors and still be different ops: scaled softmax's
-    backward row kernel (sum of dy*y) and RMSNorm's unfused dx kernel (sum of dy*w*x, casts) share
-    their signature and bytes moved, and a rule fitted on the first slowed the second by 2.5 % on an
-    H200.  Only the reduction nodes count: a mix-order kernel turns the other side's reductions into
-    pointwise code after the split size is chosen, and its reduction nodes are the row-wise side's,
-    so the split-size lookup and the launch-config lookup see the same text.  None where a node
-    does not describe its body (no rule keys on such kernels)."""
+    """What the reductions among ``nodes`` compute: their loop bodies' op counts (two kernels that move the same
+    bytes can be different ops; docs/rules.md).  Only reduction nodes count, so the split-size and launch-config
+    lookups of a mix-order kernel see the same text.  None where a node does not describe its body."""
     import collections
 
     counts: collections.Counter = collections.Counter()
@@ -526,18 +505,14 @@ def fallback_configs(autotuner, exc) -> Optional[list]:
 
 
 def unsplit_decision(device, reduction_numel, numel, inner_reduction: bool, table=None) -> bool:
-    """InductorChoices.reduction_split_factor: True where a rule keeps in one kernel an inner reduction.
-
-    Asked only where Inductor would split it: the hook after Inductor's own answer came back above 1, the
-    patched torch after Inductor's no-split returns (enough outputs; a short reduction)."""
+    """reduction_split_factor: a rule keeps this inner reduction whole (asked only where Inductor splits)."""
     from torch._inductor.runtime.hints import DeviceProperties
 
     table = table or TABLE
-    # Deterministic and autotuning modes keep Inductor's reduction order and its own plans.
-    if not table.unsplit or not inner_reduction or _skip_config():
-        return False
     rnumel, xnumel = _static_int(reduction_numel), _static_int(numel)
-    if rnumel is None or xnumel is None or device is None or getattr(device, "type", None) != "cuda":
+    # Deterministic and autotuning modes keep Inductor's reduction order and its own plans.
+    if not table.unsplit or not inner_reduction or _skip_config() or rnumel is None or xnumel is None \
+            or device is None or getattr(device, "type", None) != "cuda":
         return False
     if not device_matches(DeviceProperties.create(device), table) or not device_name_matches(device.index, table):
         return False
