@@ -17,15 +17,13 @@ Inductor, exactly as in the A/B.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Sequence
 
+from .gate import COLS
 from .runtime.rulefile import INNER_SPLIT_MIN_RNUMEL
 from .runtime.rules import Evidence, Heuristics, UnsplitSpec
+from .shapes import Shape
 from .stats import NOISE_FLOOR, geomean
-
-# The gate draws N up to this (gate.COLS); no evidence reaches further.
-MAX_COLS = 262144
 # Rows bands (inclusive lower edges) and N octaves of the cells a rule may cover: a cell is where the
 # decision was measured as one; finer cells would hold too few training problems to call a win.
 ROW_EDGES = (1, 16, 32, 64, 128)
@@ -49,7 +47,8 @@ class ABPoint:
 
 def region(heur: Heuristics) -> tuple[tuple[int, int], tuple[int, int]]:
     """(rows, cols) spans where Inductor splits an inner reduction on the file's GPU."""
-    return (1, 2 * heur.gpu.sm_count - 1), (INNER_SPLIT_MIN_RNUMEL, MAX_COLS)
+    # N no further than the gate draws it: no evidence reaches beyond.
+    return (1, 2 * heur.gpu.sm_count - 1), (INNER_SPLIT_MIN_RNUMEL, COLS[1])
 
 
 def probe(heur: Heuristics) -> Heuristics:
@@ -68,10 +67,10 @@ def points_from_rows(rows) -> list[ABPoint]:
     out = []
     for r in rows:
         heur = r.variant(HEURISTICS)
-        m, n = (int(v) for v in r.shape.split("x"))
-        if heur is None or not r.heuristics_applied or n < INNER_SPLIT_MIN_RNUMEL:
+        shape = Shape.parse(r.shape)
+        if heur is None or not r.heuristics_applied or shape.cols < INNER_SPLIT_MIN_RNUMEL:
             continue
-        out.append(ABPoint(r.kernel, m, n, heur.ratio_to_default, max(r.noise, NOISE_FLOOR)))
+        out.append(ABPoint(r.kernel, shape.rows, shape.cols, heur.ratio_to_default, max(r.noise, NOISE_FLOOR)))
     return out
 
 
@@ -129,10 +128,3 @@ def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str]) -> 
     provenance = dict(heur.provenance, unsplit_evidence=list(sources))
     return dataclasses.replace(heur, unsplit=tuple(specs), provenance=provenance), lines
 
-
-def covered_share(heur: Heuristics) -> float:
-    """The share of the split region's log(rows) x log(N) area the unsplit rules cover (for reports)."""
-    (r0, r1), (c0, c1) = region(heur)
-    total = math.log(r1 + 1) * math.log((c1 + 1) / c0)
-    area = sum(math.log((u.rows[1] + 1) / u.rows[0]) * math.log((u.cols[1] + 1) / u.cols[0]) for u in heur.unsplit)
-    return area / total if total else 0.0
