@@ -1,43 +1,118 @@
-"""Write the unsplit probe of a heuristic file, or fit its unsplit rules from the probe's A/B records.
+"""Write an unsplit probe of a heuristic file, keep a training draw's problems in its span, or fit unsplit
+rules from the probes' A/B records.
 
   python3 experiments/unsplit_fit.py probe heuristics/h200.yaml --out experiments/unsplit/probe.yaml
-  inductor-tune validate experiments/unsplit/probe.yaml --draw TRAIN-DRAW.json --rounds 3 --storage db/unsplit-train.sqlite
-  python3 experiments/unsplit_fit.py fit heuristics/h200.yaml --evidence db/unsplit-train.sqlite,db/unsplit-train2.sqlite \
-      --out experiments/candidates/h200-unsplit.yaml
+  python3 experiments/unsplit_fit.py probe heuristics/h200.yaml --config persistent=true,XBLOCK=1,num_warps=16 \\
+      --out experiments/unsplit/probe-persistent16.yaml
+  python3 experiments/unsplit_fit.py subset experiments/unsplit/probe-persistent16.yaml \\
+      --draw experiments/unsplit/train-draw.json --out experiments/unsplit/train-persistent16-draw.json
+  inductor-tune validate PROBE --draw TRAIN-DRAW.json --rounds 3 --storage db/unsplit-train.sqlite
+  python3 experiments/unsplit_fit.py fit heuristics/h200.yaml --evidence db/unsplit-train.sqlite,db/unsplit-train2.sqlite \\
+      --variant experiments/unsplit/probe-persistent16.yaml=db/unsplit-persistent16-train.sqlite,db/unsplit-persistent16-train2.sqlite \\
+      --kernels-from STUDY-DBS --out CANDIDATE.yaml
 
 The training draws are seeded gate draws of the split region (``validate --random N --seed S --rows 1:263
---cols 8193:262144 --draw-out``), checked against every held-out draw before they are measured; the fit
-reads nothing else (``inductor_tune.unsplit`` says how cells become rules).
+--cols 8193:262144 --draw-out``), checked against every held-out draw before they are measured; ``subset``
+keeps a draw's problems that a probe's config can launch (a persistent row holds at most 64K elements).
+The fit reads nothing but the probes and their records (``inductor_tune.unsplit`` says how cells become rules).
 """
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 
 from inductor_tune import figdata, heuristics, unsplit
+from inductor_tune.runtime.launch import LAUNCH_FIELDS, SlotConfig
+
+
+def parse_config(text: str) -> SlotConfig:
+    """``persistent=true,XBLOCK=1,num_warps=16`` as a launch config."""
+    fields = {}
+    for item in text.split(","):
+        key, _, value = item.partition("=")
+        if key not in LAUNCH_FIELDS or not value:
+            sys.exit(f"unsplit_fit: error: --config takes FIELD=VALUE pairs of {', '.join(LAUNCH_FIELDS)}")
+        fields[key] = value.lower() == "true" if key == "persistent" else int(value)
+    return SlotConfig(**fields)
+
+
+def write_subset(probe_file: str, draw_file: str, out: str) -> int:
+    """The draw's problems inside the probe's span, as a draw (its seed and kernels kept) that ``validate --draw``
+    scores like any gate draw: a problem that fails to compile is recorded as failed, not the end of the run."""
+    from inductor_tune.app.validate import write_draw
+    from inductor_tune.gate import Draw
+
+    probe = heuristics.load(probe_file)
+    rows, cols = probe.unsplit[0].rows, probe.unsplit[0].cols
+    with open(draw_file) as f:
+        draw = Draw.from_json(f.read())
+    kept = tuple(p for p in draw.problems if rows[0] <= p[1] <= rows[1] and cols[0] <= p[2] <= cols[1])
+    lo, hi = max(draw.rows[0], rows[0]), min(draw.rows[1], rows[1])
+    write_draw(dataclasses.replace(draw, n=len(kept), problems=kept, rows=(lo, hi),
+                                   cols=(max(draw.cols[0], cols[0]), min(draw.cols[1], cols[1]))), out)
+    print(f"wrote {out}: {len(kept)} of the {len(draw.problems)} problems of {draw_file}")
+    return 0
+
+
+def study_spaces(dbs: list[str]):
+    """(kernel, SearchSpace) of every bf16 study in ``dbs`` whose probe recorded its kernels."""
+    from inductor_tune.space import SearchSpace
+    from inductor_tune.store import Store
+
+    for db in dbs:
+        for study in Store(db if "://" in db else f"sqlite:///{db}", create=False).studies():
+            if study.space_json and study.dtype == "bf16":
+                yield study.kernel, SearchSpace.from_json(study.space_json)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=("probe", "fit"))
-    ap.add_argument("heuristics", help="the file whose launch rules the probe and the fit keep")
-    ap.add_argument("--evidence", help="fit: validation databases of the probe, comma-separated")
+    ap.add_argument("action", choices=("probe", "subset", "fit"))
+    ap.add_argument("heuristics", help="probe/fit: the file whose launch rules they keep; problems: the probe")
+    ap.add_argument("--config", help="probe: the launch config forced onto the one kernel, FIELD=VALUE,...")
+    ap.add_argument("--draw", help="subset: a training draw")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="fit: PROBE.yaml=DB[,DB...]: a probe file and the validation databases of its A/B")
+    ap.add_argument("--evidence", help="fit: validation databases of the probe without a config, comma-separated")
+    ap.add_argument("--kernels-from", help="fit: study databases whose probes recorded the one kernel of each catalog "
+                                           "kernel with split_reductions=False (its signature and envelope)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if os.path.exists(args.out):
         sys.exit(f"unsplit_fit: error: {args.out} exists; write a new file")
     try:
+        if args.action == "subset":
+            if not args.draw:
+                sys.exit("unsplit_fit: error: subset needs --draw")
+            return write_subset(args.heuristics, args.draw, args.out)
         heur = heuristics.load(args.heuristics)
-    except heuristics.HeuristicsError as exc:
+        if args.action == "probe":
+            heuristics.dump(unsplit.probe(heur, parse_config(args.config) if args.config else None), args.out)
+            return 0
+        if not args.evidence:
+            sys.exit("unsplit_fit: error: fit needs --evidence (the A/B of the probe without a config)")
+        sources = args.evidence.split(",")
+        base = unsplit.points_from_rows([row for db in sources for row in figdata.validation_rows(db)])
+        variants = []
+        for spec in args.variant:
+            probe_file, _, dbs = spec.partition("=")
+            config = unsplit.probe_config(heuristics.load(probe_file))[0]
+            if config is None or not dbs or not args.kernels_from:
+                sys.exit("unsplit_fit: error: --variant takes PROBE.yaml=DB,... of a probe with a config, and needs "
+                         "--kernels-from")
+            records = [rec for db in dbs.split(",") for rec in figdata.validation_records(db)]
+            failed = {rec.kernel for rec in records if "failed" in json.loads(rec.result_json)}
+            points = unsplit.points_from_rows([row for db in dbs.split(",") for row in figdata.validation_rows(db)])
+            kernels = unsplit.configurable_kernels(study_spaces(args.kernels_from.split(",")), failed)
+            variants.append(unsplit.Variant(config, tuple(points), kernels))
+            sources += dbs.split(",")
+            print(f"{config.describe()}: {len(points)} problems timed, kernels that failed to compile: "
+                  f"{', '.join(sorted(failed)) or 'none'}; it may apply to {', '.join(sorted(kernels))}")
+    except (heuristics.HeuristicsError, ValueError) as exc:
         sys.exit(f"unsplit_fit: error: {exc}")
-    if args.action == "probe":
-        heuristics.dump(unsplit.probe(heur), args.out)
-        return 0
-    if not args.evidence:
-        sys.exit("unsplit_fit: error: fit needs --evidence")
-    sources = args.evidence.split(",")
-    rows = [row for db in sources for row in figdata.validation_rows(db)]
-    fitted, lines = unsplit.fit(heur, unsplit.points_from_rows(rows), sources)
+    fitted, lines = unsplit.fit(heur, base, variants, sources)
     print("\n".join(lines))
     heuristics.dump(fitted, args.out)
     print(f"wrote {args.out}: {len(fitted.unsplit)} unsplit rule(s), digest {fitted.digest()}")

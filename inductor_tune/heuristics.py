@@ -121,6 +121,8 @@ def _candidates_note(provenance) -> str:
 def _unsplit_entry(spec) -> dict[str, Any]:
     entry = unsplit_dict(spec)
     entry["rows"], entry["cols"] = _FlowList(entry["rows"]), _FlowList(entry["cols"])
+    if "config" in entry:
+        entry["config"] = _Flow(entry["config"])
     return entry
 
 

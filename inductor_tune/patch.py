@@ -80,8 +80,17 @@ def check_data(heur: Heuristics) -> None:
         if not all(isinstance(e, str) and text_ok(e) for e in rule.envelopes):
             raise PatchError(f"rule envelopes {list(rule.envelopes)!r} are not envelope texts; refusing to write a patch")
     for spec in heur.unsplit:
+        if not all(_is_signature(sig) and isinstance(env, str) and text_ok(env) for sig, env in spec.kernels):
+            raise PatchError(f"unsplit kernels {list(spec.kernels)!r} are not signatures and envelope texts; refusing "
+                             "to write a patch")
         if not all(type(v) is int for v in (*spec.rows, *spec.cols)):
             raise PatchError(f"unsplit spans {spec.rows!r}, {spec.cols!r} are not whole numbers; refusing to write a patch")
+
+
+def _rule_source(rule) -> str:
+    fields = ", ".join(f"{f.name}={getattr(rule, f.name)!r}" for f in dataclasses.fields(rule)
+                       if getattr(rule, f.name) != f.default or f.default is dataclasses.MISSING)
+    return f"Rule({fields})"
 
 
 def text_ok(text: str) -> bool:
@@ -102,8 +111,13 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
         f"    sm_count={table.sm_count},",
         "    rules=(",
     ]
+    for spec in heur.unsplit:
+        for rule in spec.launch_rules():
+            lines.append(_comment(f"the one kernel of the unsplit rule below, rows {spec.rows[0]}..{spec.rows[1]}, "
+                                  f"N {spec.cols[0]}..{spec.cols[1]}: the config its A/B measured"))
+            lines.append(f"        {_rule_source(rule)},")
     specs = [r for r in heur.rules if r.config is not None]
-    for spec, rule in zip(specs, table.rules):
+    for spec, rule in zip(specs, table.rules[len(heur.unsplit_launch_rules()):]):
         ev = spec.evidence
         gain = (f"{ev.gain_min:.2f}-{ev.gain_max:.2f}x (geomean {ev.gain_geomean:.2f}x) over Inductor's default at "
                 f"{len(ev.measured)} of {len(ev.shapes)} shapes, noise {100 * (ev.noise or 0):.1f}%"
@@ -112,11 +126,7 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
         lines.append(_comment(f"{spec.kind}{fused}, rnumel {spec.rnumel[0]}..{spec.rnumel[1]}: {gain}"))
         for default in ev.inductor_default[:2]:
             lines.append(_comment(f"Inductor's default there: {default}"))
-        fields = ", ".join(
-            f"{f.name}={getattr(rule, f.name)!r}" for f in dataclasses.fields(rule)
-            if getattr(rule, f.name) != f.default or f.default is dataclasses.MISSING
-        )
-        lines.append(f"        Rule({fields}),")
+        lines.append(f"        {_rule_source(rule)},")
     lines.append("    ),")
     if table.unsplit:
         lines.append("    unsplit=(")

@@ -11,18 +11,22 @@ interleaved, on a seeded training draw, and ``fit`` keeps the cells (rows band x
 problem lost beyond its noise band and the geomean gained beyond the noise floor.  A rule covers only
 the rows and lengths its cell's problems measured, and a win is scored again on a held-out draw (the
 gate) before the file ships.  The one kernel takes its launch config from the launch rules or from
-Inductor, exactly as in the A/B.
+Inductor, exactly as in the A/B, or, where a probe forced one config onto it (``probe(heur, config)``),
+that config: each probe is a variant, and a cell takes the variant with the best geomean among those that
+earn a rule there.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .gate import COLS
+from .runtime.launch import KernelSlot, SlotConfig, slot_violations
 from .runtime.rulefile import INNER_SPLIT_MIN_RNUMEL
 from .runtime.rules import Evidence, Heuristics, UnsplitSpec
-from .shapes import Shape
+from .runtime.torch_rules import next_pow2
+from .shapes import ELEMENT_SIZES, Shape
 from .stats import NOISE_FLOOR, geomean
 # Rows bands (inclusive lower edges) and N octaves of the cells a rule may cover: a cell is where the
 # decision was measured as one; finer cells would hold too few training problems to call a win.
@@ -39,24 +43,41 @@ class ABPoint:
     cols: int
     ratio: float  # default time / unsplit time (median of rounds)
     band: float  # the noise band: the default's round-to-round spread, at least NOISE_FLOOR
+    element_size: int = 2
 
     @property
     def label(self) -> str:
         return f"{self.kernel} {self.rows}x{self.cols}"
 
 
-def region(heur: Heuristics) -> tuple[tuple[int, int], tuple[int, int]]:
-    """(rows, cols) spans where Inductor splits an inner reduction on the file's GPU."""
+def region(heur: Heuristics, config: SlotConfig | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(rows, cols) spans where Inductor splits an inner reduction on the file's GPU (and ``config`` is a legal
+    launch config of the one kernel: a persistent row holds at most 64K elements)."""
     # N no further than the gate draws it: no evidence reaches beyond.
-    return (1, 2 * heur.gpu.sm_count - 1), (INNER_SPLIT_MIN_RNUMEL, COLS[1])
+    cols_hi = COLS[1]
+    while config is not None and slot_violations(KernelSlot("probe", False, 1 << 30, cols_hi, False, False), config):
+        cols_hi = next_pow2(cols_hi) // 2
+        if cols_hi < INNER_SPLIT_MIN_RNUMEL:
+            raise ValueError(f"{config.describe()} is no legal config for any reduction Inductor splits")
+    return (1, 2 * heur.gpu.sm_count - 1), (INNER_SPLIT_MIN_RNUMEL, cols_hi)
 
 
-def probe(heur: Heuristics) -> Heuristics:
-    """``heur`` plus one unsplit rule over the whole split region: what the training A/B measures."""
-    rows, cols = region(heur)
-    spec = UnsplitSpec(rows, cols, Evidence(note="probe: keeps every split inner reduction in one kernel, to be "
-                                                 "measured against Inductor's split; not a proposed default"))
+def probe(heur: Heuristics, config: SlotConfig | None = None, element_size: int = 2) -> Heuristics:
+    """``heur`` plus one unsplit rule over the whole split region (where ``config`` is legal), the one kernel
+    launched with ``config`` (None: as the launch rules or Inductor launch it): what the training A/B measures."""
+    rows, cols = region(heur, config)
+    what = f"launched as {config.describe()}" if config else "launched as Inductor or a launch rule picks"
+    spec = UnsplitSpec(rows, cols, Evidence(note=f"probe: keeps every split inner reduction in one kernel, {what}, "
+                                                 "to be measured against Inductor's split; not a proposed default"),
+                       config, element_size if config else None)
     return dataclasses.replace(heur, unsplit=(spec,))
+
+
+def probe_config(heur: Heuristics) -> tuple[SlotConfig | None, int | None]:
+    """The config a probe file forces onto the one kernel, and its element size."""
+    if len(heur.unsplit) != 1:
+        raise ValueError(f"a probe holds one unsplit rule, not {len(heur.unsplit)}")
+    return heur.unsplit[0].config, heur.unsplit[0].element_size
 
 
 def points_from_rows(rows) -> list[ABPoint]:
@@ -70,7 +91,8 @@ def points_from_rows(rows) -> list[ABPoint]:
         shape = Shape.parse(r.shape)
         if heur is None or not r.heuristics_applied or shape.cols < INNER_SPLIT_MIN_RNUMEL:
             continue
-        out.append(ABPoint(r.kernel, shape.rows, shape.cols, heur.ratio_to_default, max(r.noise, NOISE_FLOOR)))
+        out.append(ABPoint(r.kernel, shape.rows, shape.cols, heur.ratio_to_default, max(r.noise, NOISE_FLOOR),
+                           ELEMENT_SIZES[r.dtype]))
     return out
 
 
@@ -101,30 +123,102 @@ def cell_verdict(points: Sequence[ABPoint]) -> str | None:
     return None
 
 
-def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str]) -> tuple[Heuristics, list[str]]:
-    """``heur`` with the unsplit rules its cells earn (replacing any it had), and one line per cell."""
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One probe's A/B, where it forced ``config`` onto the one kernel: its points, and per catalog kernel the
+    one kernel's (signature, envelope) pairs where the config may apply (forward graphs that compiled with it)."""
+
+    config: SlotConfig
+    points: tuple[ABPoint, ...]
+    kernels: Mapping[str, tuple[tuple[str, str], ...]]
+
+    @property
+    def name(self) -> str:
+        return self.config.describe()
+
+
+def configurable_kernels(spaces: Iterable[tuple[str, Any]], failed: Iterable[str]) -> dict[str, tuple]:
+    """Per catalog kernel, the (signature, envelope) of the one kernel its split reduction compiles to with
+    ``split_reductions=False``, as the studies' probes recorded it (``spaces``: (kernel, SearchSpace) of this GPU),
+    forward graphs only, and none of the kernels in ``failed`` (a probe's config did not compile there: Inductor
+    cannot emit a persistent XBLOCK=1 kernel for the backwards' loads, seen on torch 2.11)."""
+    out: dict[str, set] = {}
+    failed = set(failed)
+    for kernel, space in spaces:
+        for flags, slots in space.structures:
+            if flags.split_reductions or kernel in failed:
+                continue
+            for slot in slots:
+                if slot.rnumel >= INNER_SPLIT_MIN_RNUMEL and not slot.mix_order and not slot.backward \
+                        and slot.reductions and slot.envelope:
+                    out.setdefault(kernel, set()).add((slot.reductions, slot.envelope))
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+def _cell_spec(inside: Sequence[ABPoint], config: SlotConfig | None = None,
+               kernels: tuple[tuple[str, str], ...] = ()) -> UnsplitSpec:
+    ratios = [p.ratio for p in inside]
+    sizes = {p.element_size for p in inside}
+    if config is not None and len(sizes) != 1:
+        raise ValueError(f"a cell's problems mix element sizes {sorted(sizes)}; a config rule keys on one")
+    launched = (f"launched as {config.describe()} where the kernel is one of those listed, else as Inductor picks"
+                if config else "launched as Inductor picks")
+    return UnsplitSpec(
+        (min(p.rows for p in inside), max(p.rows for p in inside)),
+        (min(p.cols for p in inside), max(p.cols for p in inside)),
+        Evidence(shapes=tuple(p.label for p in inside), measured=tuple(p.label for p in inside),
+                 gain_geomean=round(geomean(ratios), 4), gain_min=round(min(ratios), 4),
+                 gain_max=round(max(ratios), 4), noise=round(max(p.band for p in inside), 4),
+                 note=f"one kernel, {launched}, against Inductor's split, interleaved (validate of the probes); "
+                      "the measured span of a cell with no loss beyond noise"),
+        config, sizes.pop() if config is not None else None, kernels,
+    )
+
+
+def _with_config(base: Sequence[ABPoint], variant: Variant) -> tuple[list[ABPoint], tuple[tuple[str, str], ...]]:
+    """A cell's problems as a file with ``variant``'s config would run them: the config's point where the
+    problem's kernel may take it, Inductor's config (the base probe's point) elsewhere."""
+    timed = {(p.kernel, p.rows, p.cols): p for p in variant.points}
+    points, kernels = [], set()
+    for p in base:
+        q = timed.get((p.kernel, p.rows, p.cols))
+        if q is not None and p.kernel in variant.kernels:
+            points.append(q)
+            kernels.update(variant.kernels[p.kernel])
+        else:
+            points.append(p)
+    return points, tuple(sorted(kernels))
+
+
+def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
+        sources: Sequence[str]) -> tuple[Heuristics, list[str]]:
+    """``heur`` with the unsplit rules its cells earn (replacing any it had), and one line per cell and variant.
+
+    ``base`` is the A/B of the probe that keeps Inductor's config; each variant's config applies only to the
+    kernels it was measured on, so a cell's problems are scored as the file would run them (``_with_config``).
+    A cell takes the choice with the best geomean among those that earn a rule there."""
     specs, lines = [], []
     for (rows, cols) in cells(heur):
-        inside = [p for p in points if rows[0] <= p.rows <= rows[1] and cols[0] <= p.cols <= cols[1]]
-        why = cell_verdict(inside)
         where = f"rows {rows[0]}..{rows[1]} N {cols[0]}..{cols[1]}"
-        if why is not None:
-            lines.append(f"{where}: Inductor's split kept: {why}")
-            continue
-        ratios = [p.ratio for p in inside]
-        spec = UnsplitSpec(
-            (min(p.rows for p in inside), max(p.rows for p in inside)),
-            (min(p.cols for p in inside), max(p.cols for p in inside)),
-            Evidence(shapes=tuple(p.label for p in inside), measured=tuple(p.label for p in inside),
-                     gain_geomean=round(geomean(ratios), 4), gain_min=round(min(ratios), 4),
-                     gain_max=round(max(ratios), 4), noise=round(max(p.band for p in inside), 4),
-                     note="one kernel against Inductor's split, interleaved (validate of the probe); "
-                          "the measured span of a cell with no loss beyond noise"),
-        )
-        specs.append(spec)
-        lines.append(f"{where}: one kernel: {len(inside)} problems, geomean {spec.evidence.gain_geomean:.3f}, "
-                     f"worst {spec.evidence.gain_min:.3f}; covers rows {spec.rows[0]}..{spec.rows[1]} "
-                     f"N {spec.cols[0]}..{spec.cols[1]}")
+        inside = [p for p in base if rows[0] <= p.rows <= rows[1] and cols[0] <= p.cols <= cols[1]]
+        choices = [("Inductor's config", inside, None, ())]
+        for variant in variants:
+            points, kernels = _with_config(inside, variant)
+            if kernels:
+                choices.append((f"{variant.name} for {len(kernels)} kernel(s)", points, variant.config, kernels))
+        earned = []
+        for name, points, config, kernels in choices:
+            why = cell_verdict(points)
+            if why is not None:
+                lines.append(f"{where}: {name}: Inductor's split kept: {why}")
+                continue
+            earned.append(_cell_spec(points, config, kernels))
+            ev = earned[-1].evidence
+            lines.append(f"{where}: {name}: one kernel: {len(points)} problems, geomean {ev.gain_geomean:.3f}, "
+                         f"worst {ev.gain_min:.3f}")
+        if earned:
+            spec = max(earned, key=lambda s: s.evidence.gain_geomean)
+            specs.append(spec)
+            lines.append(f"{where}: chosen: {spec.describe()}")
     provenance = dict(heur.provenance, unsplit_evidence=list(sources))
     return dataclasses.replace(heur, unsplit=tuple(specs), provenance=provenance), lines
-

@@ -61,5 +61,6 @@ def pristine(dest) -> str:
 
 
 def h200_with_rules() -> heuristics.Heuristics:
-    """heuristics/h200.yaml's GPU with ``RULES``."""
-    return dataclasses.replace(heuristics.load(H200_FILE), rules=RULES)
+    """heuristics/h200.yaml's GPU with ``RULES`` alone (its unsplit rules, and the launch configs they carry, are
+    tests/test_unsplit.py's)."""
+    return dataclasses.replace(heuristics.load(H200_FILE), rules=RULES, unsplit=())

@@ -232,3 +232,54 @@ def test_an_unsplit_rule_keeps_a_split_reduction_in_one_kernel_and_nothing_else(
         outside = torch.randn(20, 16000, device="cuda", dtype=torch.bfloat16)  # 20 rows: outside the rule
         assert reduction_kernels(torch.compile(norm), outside, w) == split
     torch._dynamo.reset()
+
+
+def test_an_unsplit_config_launches_the_listed_forward_and_leaves_the_backward_to_inductor():
+    """With the shipped file's unsplit config rules: RMSNorm's forward at 100x16000 is one kernel launched with the
+    rule's config (its envelope is listed), its backward (not listed: the persistent XBLOCK=1 config does not
+    compile there on torch 2.11) compiles and runs with Inductor's configs, and the numbers match eager."""
+    import inductor_tune
+    from inductor_tune import heuristics
+    from torch._inductor.utils import run_and_get_code
+
+    heur = heuristics.load(HEURISTICS)
+    name = torch.cuda.get_device_name()
+    if name != heur.gpu.name:
+        pytest.skip(f"{HEURISTICS} is for {heur.gpu.name}, this is {name}")
+    spec = next((u for u in heur.unsplit if u.config is not None and u.rows[0] <= 100 <= u.rows[1]
+                 and u.cols[0] <= 16000 <= u.cols[1]), None)
+    if spec is None:
+        pytest.skip(f"{HEURISTICS} has no unsplit config rule at 100x16000")
+    x = torch.randn(100, 16000, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(16000, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(100, 16000, device="cuda", dtype=torch.bfloat16)
+
+    def norm(x, w):
+        return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps=1e-6)
+
+    def step(fn):
+        x.grad = w.grad = None
+        out = fn(x, w)
+        out.backward(dy)
+        return out.detach(), x.grad.detach(), w.grad.detach()
+
+    expected = step(norm)
+    forced = f"config={spec.config.fixed_config()!r}"
+    with inductor_tune.install(HEURISTICS) as handle:
+        assert handle.active, handle.reason
+        torch._dynamo.reset()
+        mark = len(heuristics.applied_rules())
+        # Inference: the forward kernel of rmsnorm_fwd's envelope, which the rule lists.
+        with torch.no_grad():
+            out, codes = run_and_get_code(torch.compile(norm), x, w)
+        assert any(forced in code for code in codes), "the forward's one kernel did not get the rule's config"
+        torch.testing.assert_close(out, expected[0], atol=5e-2, rtol=5e-2)
+        # Training: the forward saves rstd (another envelope) and the backward is not listed either; both
+        # compile with Inductor's configs, whatever the split.
+        torch._dynamo.reset()
+        got = step(torch.compile(norm))
+        applied = heuristics.applied_rules()[mark:]
+    torch._dynamo.reset()
+    assert [line for line in applied if line.startswith("unsplit")]
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, atol=5e-2, rtol=5e-2)

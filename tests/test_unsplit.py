@@ -12,6 +12,7 @@ import yaml
 from inductor_tune import heuristics, patch, unsplit
 from inductor_tune.heuristics import HeuristicsError
 from inductor_tune.runtime import hook, registry, torch_rules
+from inductor_tune.runtime.launch import SlotConfig
 from inductor_tune.runtime.rules import UnsplitSpec
 from inductor_tune.unsplit import ABPoint
 
@@ -45,7 +46,7 @@ def test_a_file_without_unsplit_rules_keeps_its_digest_and_one_with_them_round_t
     ({"rows": [64, 264], "cols": [8717, 16192]}, "does not split"),  # 264 rows = 2 x 132 SMs: never split
     ({"rows": [64, 124], "cols": [4096, 16192]}, "does not split"),  # N 8192 or less: never split
     ({"rows": [64, 124], "cols": [16192, 8717]}, "low <= high"),
-    ({"rows": [64, 124], "cols": [8717, 16192], "split": 2}, "mapping of rows, cols and evidence"),
+    ({"rows": [64, 124], "cols": [8717, 16192], "split": 2}, "mapping of rows, cols, evidence"),
     ({"rows": "64..124", "cols": [8717, 16192]}, "must be list"),
 ])
 def test_a_bad_unsplit_entry_is_one_line(tmp_path, base, entry, why):
@@ -123,12 +124,13 @@ def _points(ratios, rows=(70, 90, 110), cols=(9000, 12000, 15000), band=0.03):
 
 
 def test_a_cell_is_a_rule_only_with_a_win_beyond_noise_and_no_loss(base):
-    fitted, lines = unsplit.fit(base, _points([1.2, 1.3, 1.1]), ["train.sqlite"])
+    fitted, lines = unsplit.fit(base, _points([1.2, 1.3, 1.1]), [], ["train.sqlite"])
     (spec,) = fitted.unsplit
     assert spec.rows == (70, 110) and spec.cols == (9000, 15000)  # the measured span, not the cell
     assert spec.evidence.gain_min == 1.1 and len(spec.evidence.measured) == 3
+    assert spec.config is None and spec.launch_rules() == ()
     assert fitted.provenance["unsplit_evidence"] == ["train.sqlite"]
-    assert any(line.startswith("rows 64..127 N 8193..16384: one kernel") for line in lines)
+    assert any(line.startswith("rows 64..127 N 8193..16384: Inductor's config: one kernel") for line in lines)
     assert unsplit.cell_verdict(_points([1.2, 1.3, 0.95])).startswith("1 lost beyond noise")
     assert unsplit.cell_verdict(_points([1.2, 1.3, 0.98])) is None  # 0.98: inside the 3 % band
     assert "no win beyond" in unsplit.cell_verdict(_points([1.01, 1.0, 1.005]))  # a tie is no win
@@ -181,3 +183,89 @@ def test_the_hooks_split_factor_is_inductors_without_rules_on_this_torch():
     device = torch.device("cpu")
     ours = hook.InductorTuneChoices().reduction_split_factor(device, 100000, 4, True)
     assert ours == InductorChoices().reduction_split_factor(device, 100000, 4, True)
+
+
+# -- an unsplit rule with a config for the one kernel -------------------------------------------------
+
+FWD = ("sum", "row_reads=1,row_writes=1,other_reads=1,other_writes=1,row_bytes=4,ops=load:1+mul:1+to_dtype:1")
+PERSISTENT16 = SlotConfig(True, 1, 16)
+
+
+def _configured(base, kernels=(FWD,)):
+    spec = UnsplitSpec((64, 124), (8717, 16192), config=PERSISTENT16, element_size=2, kernels=kernels)
+    return dataclasses.replace(base, unsplit=(spec,))
+
+
+def test_a_config_of_the_one_kernel_round_trips_and_is_looked_up_first_for_the_listed_kernels_only(tmp_path, base):
+    assert heuristics.load(os.path.join(fx.ROOT, "experiments", "candidates", "h200-unsplit.yaml")).digest() \
+        == "a6563ebb0df9e382"  # shipped at stop 32, before configs: its digest holds
+    heur = _configured(base)
+    back = heuristics.load(_write(tmp_path, heur))
+    assert back.unsplit == heur.unsplit and back.digest() == heur.digest()
+    table = back.table()
+    first = table.rules[0]
+    assert (first.persistent, first.XBLOCK, first.num_warps, first.reductions, first.envelopes) == \
+        (True, 1, 16, "sum", (FWD[1],))
+    assert len(table.rules) == 1 + len(base.table().rules)
+
+    def lookup(signature=FWD[0], envelope=FWD[1], rows=100, cols=12000, element_size=2):
+        return torch_rules.lookup("inner_looped", element_size, torch_rules.next_pow2(cols),
+                                  torch_rules.next_pow2(rows), table, signature, envelope, rows, cols)
+
+    assert lookup() is first
+    assert lookup(signature="sum@backward") is None  # a backward kernel: not measured
+    assert lookup(envelope=FWD[1].replace("other_writes=1", "other_writes=2")) is None  # another kernel
+    assert lookup(rows=40) is None and lookup(cols=16500) is None and lookup(element_size=4) is None
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda e: e.pop("element_size"), "needs its element_size"),
+    (lambda e: (e.pop("config"), e.pop("element_size")), "kernels a config"),
+    (lambda e: e.update(kernels=[{"reductions": "sum", "envelope": "x"}]), "kernels must be"),
+    (lambda e: e.update(kernels=[]), "kernels must be"),
+    (lambda e: e.update(cols=[70000, 100000]), "illegal config"),  # a persistent row of 128K elements
+])
+def test_a_bad_unsplit_config_is_one_line(tmp_path, base, edit, why):
+    path = _write(tmp_path, _configured(base), lambda doc: edit(doc["unsplit"][0]))
+    with pytest.raises(HeuristicsError, match=why):
+        heuristics.load(path)
+
+
+def test_a_config_variant_scores_each_cell_as_the_file_would_run_it(base):
+    # Inductor's config loses at the forward (0.80) and ties at the backward; the config wins at the forward
+    # and never compiled the backward: the cell keeps the backward's own point and takes the config.
+    base_points = [ABPoint("rmsnorm_fwd", 70, 9000, 0.80, 0.03), ABPoint("rmsnorm_fwd", 90, 12000, 1.20, 0.03),
+                   ABPoint("rmsnorm_bwd", 110, 15000, 1.00, 0.03)]
+    timed = (ABPoint("rmsnorm_fwd", 70, 9000, 1.40, 0.03), ABPoint("rmsnorm_fwd", 90, 12000, 1.50, 0.03))
+    variant = unsplit.Variant(PERSISTENT16, timed, {"rmsnorm_fwd": (FWD,)})
+    fitted, lines = unsplit.fit(base, base_points, [variant], ["a.sqlite"])
+    (spec,) = fitted.unsplit
+    assert spec.config == PERSISTENT16 and spec.kernels == (FWD,) and spec.element_size == 2
+    assert spec.evidence.gain_min == 1.0 and len(spec.evidence.measured) == 3
+    assert any("Inductor's config: Inductor's split kept: 1 lost" in line for line in lines)
+    # A kernel the config may not take keeps Inductor's point, loss and all.
+    fitted, _ = unsplit.fit(base, base_points, [unsplit.Variant(PERSISTENT16, timed, {})], ["a.sqlite"])
+    assert fitted.unsplit == ()
+
+
+def test_only_forward_kernels_that_compiled_with_the_config_may_take_it():
+    from inductor_tune.space import GraphFlags
+    from inductor_tune.runtime.launch import KernelSlot
+
+    def space(backward, split):
+        slot = KernelSlot("k", backward, 100, 12000, False, False, "sum", FWD[1])
+        return types.SimpleNamespace(structures=((GraphFlags(split_reductions=split), (slot,)),))
+
+    spaces = [("rmsnorm_fwd", space(False, False)), ("rmsnorm_bwd", space(True, False)),
+              ("nn_rmsnorm_fwd", space(False, True)), ("llama_rmsnorm_fwd", space(False, False))]
+    assert unsplit.configurable_kernels(spaces, failed={"llama_rmsnorm_fwd"}) == {"rmsnorm_fwd": (FWD,)}
+
+
+def test_the_patch_writes_the_one_kernels_config_before_the_launch_rules(base):
+    module = patch.rules_module(_configured(base), "2.13.0")
+    namespace: dict = {}
+    exec(compile(module, "distilled_reduction_rules.py", "exec"), namespace)  # noqa: S102 (our own template)
+    assert repr(namespace["TABLE"]) == repr(_configured(base).table())  # the same rules, the config first
+    bad = _configured(base, kernels=(("sum", FWD[1] + "')\nimport os#"),))
+    with pytest.raises(patch.PatchError, match="unsplit kernels"):
+        patch.rules_module(bad, "2.13.0")

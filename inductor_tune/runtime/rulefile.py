@@ -164,8 +164,9 @@ def _parse_unsplit(entries: Any, gpu: GpuSpec, source: str) -> tuple[UnsplitSpec
     out: list[UnsplitSpec] = []
     for i, entry in enumerate(entries):
         where = f"{source}: unsplit[{i}]"
-        if not isinstance(entry, dict) or set(entry) - {"rows", "cols", "evidence"}:
-            raise HeuristicsError(f"{where}: must be a mapping of rows, cols and evidence")
+        if not isinstance(entry, dict) or set(entry) - {"rows", "cols", "evidence", "config", "element_size", "kernels"}:
+            raise HeuristicsError(f"{where}: must be a mapping of rows, cols, evidence and an optional config "
+                                  "with its element_size and kernels")
         rows = _span(_need(entry, "rows", where, list), f"{where}: rows")
         cols = _span(_need(entry, "cols", where, list), f"{where}: cols")
         if rows[1] >= 2 * gpu.sm_count or cols[0] < INNER_SPLIT_MIN_RNUMEL:
@@ -174,8 +175,29 @@ def _parse_unsplit(entries: Any, gpu: GpuSpec, source: str) -> tuple[UnsplitSpec
         for j, other in enumerate(out):
             if _overlap(other.rows, rows) and _overlap(other.cols, cols):
                 raise HeuristicsError(f"{where}: overlaps unsplit[{j}]")
-        out.append(UnsplitSpec(rows, cols, _parse_evidence(entry.get("evidence") or {}, where)))
+        cfg, element_size, kernels = None, None, ()
+        if ("config" in entry) != ("element_size" in entry) or ("kernels" in entry and "config" not in entry):
+            raise HeuristicsError(f"{where}: a config needs its element_size, and an element_size or kernels a config")
+        if "config" in entry:
+            element_size = _need(entry, "element_size", where, int)
+            if element_size not in (1, 2, 4, 8):
+                raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+            pow2 = (torch_rules.next_pow2(cols[0]), torch_rules.next_pow2(cols[1]))
+            cfg = _parse_config(entry["config"], "inner_looped", pow2, where)
+            kernels = _unsplit_kernels(entry["kernels"], where) if "kernels" in entry else ()
+        out.append(UnsplitSpec(rows, cols, _parse_evidence(entry.get("evidence") or {}, where), cfg, element_size,
+                               kernels))
     return tuple(out)
+
+
+def _unsplit_kernels(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """An unsplit config's kernels: a non-empty list of {reductions, envelope}, each as a launch rule names them."""
+    if not isinstance(value, list) or not value or not all(
+            isinstance(k, dict) and set(k) == {"reductions", "envelope"} and _is_signature(k["reductions"])
+            and _is_envelope(k["envelope"]) for k in value):
+        raise HeuristicsError(f"{where}: kernels must be a non-empty list of {{reductions, envelope}} mappings, "
+                              "as launch rules spell them")
+    return tuple((k["reductions"], k["envelope"]) for k in value)
 
 
 # What a text from a heuristic file may hold where it reaches generated code (``inductor-tune patch``

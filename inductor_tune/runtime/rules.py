@@ -103,9 +103,38 @@ class UnsplitSpec:
     rows: tuple[int, int]
     cols: tuple[int, int]
     evidence: Evidence = Evidence()
+    # The launch config of the one kernel, as the A/B measured it (None: Inductor's or a launch rule's), and
+    # the element size of the kernels it was measured on: the config applies to those alone.
+    config: SlotConfig | None = None
+    element_size: int | None = None
+    # (signature, envelope) of every kernel the config was measured on (torch_rules.kernel_signature and
+    # envelope_text): the config applies to those alone; any other kernel kept whole gets Inductor's config.
+    # Empty: every kernel (a probe, which measures the config everywhere; a fit always lists them).
+    kernels: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
-        return f"unsplit inner reductions rows {self.rows[0]}..{self.rows[1]} r={self.cols[0]}..{self.cols[1]}"
+        what = (f": {self.config.describe()} for {len(self.kernels)} kernel(s) of {self.element_size}-byte elements"
+                if self.config else "")
+        return f"unsplit inner reductions rows {self.rows[0]}..{self.rows[1]} r={self.cols[0]}..{self.cols[1]}{what}"
+
+    def launch_rules(self) -> tuple[torch_rules.Rule, ...]:
+        """The config of the one kernel as launch rules over the same spans, one per reduction signature, each
+        naming the envelopes measured: the kernel a kept-whole inner reduction compiles (its reduction hint
+        is INNER and it is longer than 8192, so it is looped unless the config says persistent)."""
+        if self.config is None:
+            return ()
+        cfg = self.config
+        by_signature: dict = {} if self.kernels else {None: []}
+        for signature, envelope in self.kernels:
+            by_signature.setdefault(signature, []).append(envelope)
+        return tuple(torch_rules.Rule(
+            kind="inner_looped", element_size=int(self.element_size or 0),
+            rnumel=(torch_rules.next_pow2(self.cols[0]), torch_rules.next_pow2(self.cols[1])),
+            xnumel=(torch_rules.next_pow2(self.rows[0]), torch_rules.next_pow2(self.rows[1])),
+            persistent=cfg.persistent, XBLOCK=cfg.XBLOCK, num_warps=cfg.num_warps,
+            R0_BLOCK=None if cfg.persistent else cfg.R0_BLOCK, num_stages=1 if cfg.persistent else cfg.num_stages,
+            reductions=signature, envelopes=tuple(envelopes), rows=tuple(self.rows), cols=tuple(self.cols),
+        ) for signature, envelopes in sorted(by_signature.items(), key=lambda item: str(item[0])))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +168,12 @@ class Heuristics:
             for r in self.rules if r.config is not None
         )
         unsplit = tuple(torch_rules.UnsplitRule(rows=tuple(u.rows), cols=tuple(u.cols)) for u in self.unsplit)
-        return torch_rules.Table(self.gpu.name, self.gpu.cc, self.gpu.sm_count, rules, unsplit)
+        # An unsplit rule's own config comes first: inside its spans it is what the A/B measured.
+        return torch_rules.Table(self.gpu.name, self.gpu.cc, self.gpu.sm_count,
+                                 self.unsplit_launch_rules() + rules, unsplit)
+
+    def unsplit_launch_rules(self) -> tuple[torch_rules.Rule, ...]:
+        return tuple(rule for u in self.unsplit for rule in u.launch_rules())
 
     def digest(self) -> str:
         parts = [dataclasses.asdict(self.gpu), [rule_dict(r) for r in self.rules]]
@@ -165,7 +199,13 @@ def _evidence_dict(evidence: Evidence) -> dict[str, Any]:
 
 def unsplit_dict(spec: UnsplitSpec) -> dict[str, Any]:
     """An unsplit rule as the file spells it (the digest hashes this)."""
-    return {"rows": list(spec.rows), "cols": list(spec.cols), "evidence": _evidence_dict(spec.evidence)}
+    out: dict[str, Any] = {"rows": list(spec.rows), "cols": list(spec.cols)}
+    if spec.config is not None:  # rules without a config keep the digests they had before configs existed
+        out.update(element_size=spec.element_size, config=config_dict(spec.config))
+        if spec.kernels:
+            out["kernels"] = [{"reductions": sig, "envelope": env} for sig, env in spec.kernels]
+    out["evidence"] = _evidence_dict(spec.evidence)
+    return out
 
 
 def rule_dict(rule: RuleSpec) -> dict[str, Any]:
