@@ -70,7 +70,7 @@ def study_spaces(dbs: list[str]):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("action", choices=("probe", "subset", "fit"))
-    ap.add_argument("heuristics", help="probe/fit: the file whose launch rules they keep; problems: the probe")
+    ap.add_argument("heuristics", help="probe/fit: the file whose launch rules they keep; subset: the probe")
     ap.add_argument("--config", help="probe: the launch config forced onto the one kernel, FIELD=VALUE,...")
     ap.add_argument("--draw", help="subset: a training draw")
     ap.add_argument("--variant", action="append", default=[],
