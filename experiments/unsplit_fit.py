@@ -1,5 +1,4 @@
-"""Write an unsplit probe of a heuristic file, keep a training draw's problems in its span, or fit unsplit
-rules from the probes' A/B records.
+"""Write an unsplit probe, keep a training draw's problems in its span, or fit unsplit rules from probes' A/B.
 
   python3 experiments/unsplit_fit.py probe heuristics/h200.yaml --out experiments/unsplit/probe.yaml
   python3 experiments/unsplit_fit.py probe heuristics/h200.yaml --config persistent=true,XBLOCK=1,num_warps=16 \\
