@@ -58,10 +58,9 @@ def write_subset(probe_file: str, draw_file: str, out: str) -> int:
 def study_spaces(dbs: list[str]):
     """(kernel, SearchSpace) of every bf16 study in ``dbs`` whose probe recorded its kernels."""
     from inductor_tune.space import SearchSpace
-    from inductor_tune.store import Store
 
     for db in dbs:
-        for study in Store(db if "://" in db else f"sqlite:///{db}", create=False).studies():
+        for study in figdata.open_store(db).studies():
             if study.space_json and study.dtype == "bf16":
                 yield study.kernel, SearchSpace.from_json(study.space_json)
 

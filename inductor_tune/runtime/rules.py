@@ -127,13 +127,11 @@ class UnsplitSpec:
         by_signature: dict = {} if self.kernels else {None: []}
         for signature, envelope in self.kernels:
             by_signature.setdefault(signature, []).append(envelope)
-        return tuple(torch_rules.Rule(
-            kind="inner_looped", element_size=int(self.element_size or 0),
-            rnumel=(torch_rules.next_pow2(self.cols[0]), torch_rules.next_pow2(self.cols[1])),
-            xnumel=(torch_rules.next_pow2(self.rows[0]), torch_rules.next_pow2(self.rows[1])),
-            persistent=cfg.persistent, XBLOCK=cfg.XBLOCK, num_warps=cfg.num_warps,
-            R0_BLOCK=None if cfg.persistent else cfg.R0_BLOCK, num_stages=1 if cfg.persistent else cfg.num_stages,
-            reductions=signature, envelopes=tuple(envelopes), rows=tuple(self.rows), cols=tuple(self.cols),
+        return tuple(launch_rule(
+            "inner_looped", int(self.element_size or 0),
+            (torch_rules.next_pow2(self.cols[0]), torch_rules.next_pow2(self.cols[1])),
+            (torch_rules.next_pow2(self.rows[0]), torch_rules.next_pow2(self.rows[1])),
+            cfg, signature, envelopes, self.rows, self.cols,
         ) for signature, envelopes in sorted(by_signature.items(), key=lambda item: str(item[0])))
 
 
@@ -155,18 +153,8 @@ class Heuristics:
 
     def table(self) -> torch_rules.Table:
         """The config rules as torch_rules consults them (keep-default rules need no entry)."""
-        rules = tuple(
-            torch_rules.Rule(
-                kind=r.kind, element_size=r.element_size, rnumel=tuple(r.rnumel), xnumel=tuple(r.xnumel),
-                persistent=r.config.persistent, XBLOCK=r.config.XBLOCK, num_warps=r.config.num_warps,
-                R0_BLOCK=None if r.config.persistent else r.config.R0_BLOCK,
-                num_stages=1 if r.config.persistent else r.config.num_stages,
-                RSPLIT_SIZE=r.config.RSPLIT_SIZE, NUM_STAGES=r.config.NUM_STAGES, reductions=r.reductions,
-                envelopes=tuple(r.envelopes), rows=tuple(r.rows) if r.rows else None,
-                cols=tuple(r.cols) if r.cols else None,
-            )
-            for r in self.rules if r.config is not None
-        )
+        rules = tuple(launch_rule(r.kind, r.element_size, r.rnumel, r.xnumel, r.config, r.reductions, r.envelopes,
+                                  r.rows, r.cols) for r in self.rules if r.config is not None)
         unsplit = tuple(torch_rules.UnsplitRule(rows=tuple(u.rows), cols=tuple(u.cols)) for u in self.unsplit)
         # An unsplit rule's own config comes first: inside its spans it is what the A/B measured.
         return torch_rules.Table(self.gpu.name, self.gpu.cc, self.gpu.sm_count,
@@ -181,6 +169,18 @@ class Heuristics:
             parts.append([unsplit_dict(u) for u in self.unsplit])
         body = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def launch_rule(kind: str, element_size: int, rnumel, xnumel, cfg: SlotConfig, reductions, envelopes, rows,
+                cols) -> torch_rules.Rule:
+    """One config as torch_rules consults it (a persistent kernel takes the whole row and one stage)."""
+    return torch_rules.Rule(
+        kind=kind, element_size=element_size, rnumel=tuple(rnumel), xnumel=tuple(xnumel),
+        persistent=cfg.persistent, XBLOCK=cfg.XBLOCK, num_warps=cfg.num_warps,
+        R0_BLOCK=None if cfg.persistent else cfg.R0_BLOCK, num_stages=1 if cfg.persistent else cfg.num_stages,
+        RSPLIT_SIZE=cfg.RSPLIT_SIZE, NUM_STAGES=cfg.NUM_STAGES, reductions=reductions, envelopes=tuple(envelopes),
+        rows=tuple(rows) if rows else None, cols=tuple(cols) if cols else None,
+    )
 
 
 def config_dict(cfg: SlotConfig) -> dict[str, Any]:
