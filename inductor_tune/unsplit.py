@@ -197,8 +197,8 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
     ``base`` is the A/B of the probe that keeps Inductor's config; each variant's config applies only to the
     kernels it was measured on, so a cell's problems are scored as the file would run them (``_with_config``).
     A config earns nothing where Inductor's config loses: the split is decided from sizes alone, so a kernel the
-    config does not list (one outside the catalog) runs whole there with Inductor's config (held-out set 21:
-    0.793 at a kernel no config listed). A cell takes the choice with the best geomean among those that earn."""
+    config does not list (any kernel not measured in that cell) runs whole there with Inductor's config (held-out
+    set 21: 0.793 at a kernel no config listed). A cell takes the choice with the best geomean among those that earn."""
     specs, lines = [], []
     for (rows, cols) in cells(heur):
         where = f"rows {rows[0]}..{rows[1]} N {cols[0]}..{cols[1]}"
