@@ -231,12 +231,19 @@ def test_a_bad_unsplit_config_is_one_line(tmp_path, base, edit, why):
         heuristics.load(path)
 
 
+def _cell_with_config(first_fwd, bwd):
+    """One cell's A/B: Inductor's config at two forwards (the first at ``first_fwd``) and a backward, and the
+    config's points at the two forwards (the backward never compiled with it)."""
+    base_points = [ABPoint("rmsnorm_fwd", 70, 9000, first_fwd, 0.03), ABPoint("rmsnorm_fwd", 90, 12000, 1.20, 0.03),
+                   ABPoint("rmsnorm_bwd", 110, 15000, bwd, 0.03)]
+    timed = (ABPoint("rmsnorm_fwd", 70, 9000, 1.40, 0.03), ABPoint("rmsnorm_fwd", 90, 12000, 1.50, 0.03))
+    return base_points, timed
+
+
 def test_a_config_variant_scores_each_cell_as_the_file_would_run_it(base):
     # Inductor's config wins within noise everywhere; the config wins more at the forward and never compiled the
     # backward: the cell keeps the backward's own point and takes the config.
-    base_points = [ABPoint("rmsnorm_fwd", 70, 9000, 1.10, 0.03), ABPoint("rmsnorm_fwd", 90, 12000, 1.20, 0.03),
-                   ABPoint("rmsnorm_bwd", 110, 15000, 0.99, 0.03)]
-    timed = (ABPoint("rmsnorm_fwd", 70, 9000, 1.40, 0.03), ABPoint("rmsnorm_fwd", 90, 12000, 1.50, 0.03))
+    base_points, timed = _cell_with_config(first_fwd=1.10, bwd=0.99)
     variant = unsplit.Variant(PERSISTENT16, timed, {"rmsnorm_fwd": (FWD,)})
     fitted, lines = unsplit.fit(base, base_points, [variant], ["a.sqlite"])
     (spec,) = fitted.unsplit
@@ -252,9 +259,7 @@ def test_a_config_earns_nothing_where_inductors_config_loses(base):
     # The config wins at every listed kernel, but Inductor's config loses at the forward (0.80). The split is
     # decided from sizes alone, so a kernel the config does not list would run whole with Inductor's config:
     # no rule (held-out set 21 lost 0.793 at such a kernel).
-    base_points = [ABPoint("rmsnorm_fwd", 70, 9000, 0.80, 0.03), ABPoint("rmsnorm_fwd", 90, 12000, 1.20, 0.03),
-                   ABPoint("rmsnorm_bwd", 110, 15000, 1.00, 0.03)]
-    timed = (ABPoint("rmsnorm_fwd", 70, 9000, 1.40, 0.03), ABPoint("rmsnorm_fwd", 90, 12000, 1.50, 0.03))
+    base_points, timed = _cell_with_config(first_fwd=0.80, bwd=1.00)
     variant = unsplit.Variant(PERSISTENT16, timed, {"rmsnorm_fwd": (FWD,)})
     fitted, lines = unsplit.fit(base, base_points, [variant], ["a.sqlite"])
     assert fitted.unsplit == ()
