@@ -234,9 +234,11 @@ def cmd_crossmeasure(args) -> int:
     from .app.crossmeasure import CrossmeasureRequest, crossmeasure
 
     if args.rounds < 2 or min(args.top, args.max_configs) < 1 or \
-            min(args.neighbours, args.span_probes, args.edge_probes) < 0:
+            min(args.neighbours, args.span_probes, args.edge_probes, args.fill) < 0:
         raise CliError("--rounds must be at least 2, --top and --max-configs at least 1, --neighbours, "
-                       "--span-probes and --edge-probes at least 0")
+                       "--span-probes, --edge-probes and --fill at least 0")
+    if args.fill and (args.span_probes or args.edge_probes):
+        raise CliError("--fill times the shapes already measured; it does not go with --span-probes or --edge-probes")
     probe_max_gib = gib_option(args.max_gib)
     request = CrossmeasureRequest(
         tuple(args.db), args.storage, frozenset(experiment_mod.parse_kernels(args.kernels)) if args.kernels else None,
@@ -244,7 +246,7 @@ def cmd_crossmeasure(args) -> int:
         experiment_mod.parse_shapes(args.hold_out) if args.hold_out else (),
         () if args.probes == "none" else comma_list(args.probes),
         gpu_index(args.gpu), worker_count(args.workers), args.replay, progress=not args.no_progress,
-        span_probes=args.span_probes, edge_probes=args.edge_probes, seed=int_option("--seed", args.seed, 0),
+        span_probes=args.span_probes, edge_probes=args.edge_probes, fill=args.fill, seed=int_option("--seed", args.seed, 0),
         probe_max_gib=probe_max_gib,
         avoid_draws=comma_list(args.avoid_draw) if args.avoid_draw else (), candidates_from=args.candidates_from,
     )

@@ -366,7 +366,10 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_rou
     ``probe_parent`` (a row probe keeps its N and its bucket; a span probe, ``crossmeasure.span_probes``,
     lies between studied N too, and may take a kernel studied only in other buckets)."""
     kernel, rows, cols, dtype = key
-    span = all(_is_span(rec) for rec in records)
+    # A span probe stays one when ``crossmeasure --fill`` times more configs there later (a record that
+    # names their proposers): its round and placing config are those of its span records.
+    spans = [rec for rec in records if _is_span(rec)]
+    span = bool(spans)
     parent = probe_parent(points, kernel, dtype, rows, cols, other_buckets=span)
     if parent is None:
         log.info("crossmeasure records of %s %dx%d %s: no study of that kernel and dtype (for a row probe, in that "
@@ -375,7 +378,7 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_rou
     point = probe_point(parent, rows, cols, span)
     if span:
         # The placing fit's rule config is timed first, right after Inductor's default.
-        configs = json.loads(records[-1].configs_json)
+        configs = json.loads(spans[-1].configs_json)
         placed_by = TrialConfig.from_json(configs[1]).slot_map().get(point.slot.key) if len(configs) > 1 else None
         point = dataclasses.replace(point, span_round=span_round, placed_by=placed_by)
     for rec in records:

@@ -168,11 +168,11 @@ def test_crossmeasure_span_probe_arguments_and_bad_draw_files_are_one_line(tmp_p
     for argv, message in [
         (["--span-probes", "2", "--avoid-draw", str(bad)], f"--avoid-draw: {bad} is not a draw"),
         (["--span-probes", "2", "--avoid-draw", str(tmp_path / "absent.json")], "--avoid-draw: cannot read"),
-        (["--span-probes", "-1"], "--span-probes and --edge-probes at least 0"),
-        (["--edge-probes", "-1"], "--span-probes and --edge-probes at least 0"),
+        (["--span-probes", "-1"], "--span-probes, --edge-probes and --fill at least 0"),
+        (["--edge-probes", "-1"], "--span-probes, --edge-probes and --fill at least 0"),
         (["--span-probes", "2", "--seed", "-3"], "--seed"),
-        (["--span-probes", "2", "--replay", dbs[0]], "--span-probes or --edge-probes with --replay"),
-        (["--edge-probes", "1", "--replay", dbs[0]], "--span-probes or --edge-probes with --replay"),
+        (["--span-probes", "2", "--replay", dbs[0]], "--span-probes, --edge-probes or --fill with --replay"),
+        (["--edge-probes", "1", "--replay", dbs[0]], "--span-probes, --edge-probes or --fill with --replay"),
         (["--span-probes", "2", "--max-gib", "0"], "--max-gib must be a positive number of GiB"),
         (["--span-probes", "2", "--max-gib", "nan"], "--max-gib must be a positive number of GiB"),
     ]:

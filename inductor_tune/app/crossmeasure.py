@@ -39,6 +39,9 @@ class CrossmeasureRequest:
     span_probes: int = 0
     # Edge probes: this many per kernel a config rule matches, at the lowest octave of its rows.
     edge_probes: int = 0
+    # Coverage fill: this many leading candidates of each uncovered size group or row band, timed at its
+    # shapes that lack them (``fill``).
+    fill: int = 0
     seed: int = 0
     # The most GPU memory a span or edge probe may keep resident (the random gate's bound by default).
     probe_max_gib: float = 4.0
@@ -80,9 +83,9 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
     if request.replay:  # before the storage is created
         check_replay(request.replay, storage)
     check_url(storage, create=True)
-    if request.replay and request.probing:
-        raise AppError("--span-probes or --edge-probes with --replay: a recording has no measurements at shapes "
-                       "no study ran")
+    if request.replay and (request.probing or request.fill):
+        raise AppError("--span-probes, --edge-probes or --fill with --replay: a recording has no measurements at "
+                       "shapes no study ran, nor of configs its studies did not try")
     inputs = _inputs(request)  # before the GPU is asked for: a bad draw, database or GPU query is one line
     if request.replay and request.probes:  # a recording holds the studies' own shapes; probes lie between them
         # Warned once the input is known good: a bad input's output is its one error line.
@@ -162,7 +165,7 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
                            "it has studies of its own")
 
     refuse_measured(gpu_query)  # the pool's fingerprint; a --plan-only query is checked once resolved
-    if request.probing or source is None:
+    if request.probing or request.fill or source is None:
         # Span probes are placed by this GPU's fit, framed by the source's studies where it has none.
         gpu = _select(stores, gpu_query, "the GPU measured: " if source else "")
         refuse_measured(gpu.fingerprint)
@@ -175,7 +178,14 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
         raise AppError(f"no usable single-kernel study of {gpu.fingerprint} in {', '.join(request.dbs)}")
     held = {(s.rows, s.cols) for s in request.hold_out}
     avoid = {(rows, cols) for draw in draws for _, rows, cols, _ in draw.problems} | held
-    if request.probing:
+    if request.fill:
+        from ..fill import fill_plan
+
+        # Studied shapes are the fit's own (a spent held-out set's best-found studies among them); only a probe
+        # could lie at a held-out problem, and none is placed there.
+        items = [i for i in fill_plan(points, request.fill, max_configs=request.max_configs)
+                 if (i.point.rows, i.point.cols) not in avoid or not i.point.probe]
+    elif request.probing:
         items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs,
                                              edge_per_kernel=request.edge_probes,
                                              max_bytes=int(request.probe_max_gib * 2**30))

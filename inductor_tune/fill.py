@@ -1,0 +1,96 @@
+"""Time a size group's leading candidates at the shapes that lack them (``crossmeasure --fill``).
+
+A rule needs one config timed interleaved with the default at every shape of its group (or row band),
+probes included (``FitParams.min_coverage``).  Each round of new data breaks that: a new study, a span
+probe placed for another rule, or a row band cut at new rows brings shapes where the group's best config
+was never timed.  On an H200 the stop-35 refit kept Inductor's default on three RMSNorm and LayerNorm
+forward groups at N 2049..4096 for that reason alone: no config was timed at all of their 87-198 shapes,
+and Inductor's default reached 0.33-0.52 of the best found there (the LayerNorm forward at 8553x3757 of
+held-out set 22 was left at 0.604 of its best found).
+
+So, per group and per row band the fit would cut, where no config is covered, the ``per_set`` adoptable
+candidates timed at the most shapes (no loss beyond noise where timed, a gain beyond it), and at a fifth
+of them at least, are timed at every shape of the set that lacks them.  A config timed at one shape of a
+hundred is a guess, and filling it in costs a hundred timings: on that H200 data the fifth cut the plan
+from 1582 shapes to 828.  The configs, the shapes and the sets all come from the fit's own
+points, none from a held-out draw; whether the candidates then win is for ``distill`` to decide, and a
+rule they give still settles against span probes before it ships.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator, Sequence
+
+from . import rowbands
+from .crossmeasure import PlanItem
+from .distill import candidates, fit_group, size_groups
+from .evidence import ShapePoint
+from .fitparams import FitParams
+from .space import SlotConfig
+
+# The least share of a set's shapes a candidate must be timed at already to be filled in (the docstring says why).
+MIN_SHARE = 0.2
+# The origin of a config with no proposing study on record (a record naming no proposer reads as a span probe).
+FILL_ORIGIN = "coverage fill"
+
+
+def fill_sets(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> Iterator[tuple[ShapePoint, ...]]:
+    """Each size group's shapes, then those of each row band the fit would cut it into (``distill.fit_rules``)."""
+    groups = size_groups(points)
+    family_rows: dict[tuple, tuple[int, int]] = {}
+    for (kind, element_size, reductions, envelope, _), group in groups.items():
+        key = (kind, element_size, reductions, envelope)
+        lo, hi = family_rows.get(key, (math.inf, 0))
+        family_rows[key] = (min(lo, *(p.x_pow2 for p in group)), max(hi, *(p.x_pow2 for p in group)))
+    for (kind, element_size, reductions, envelope, _), group in sorted(groups.items()):
+        group = tuple(group)
+        yield group
+        if not params.split_rows or kind == "mix_order" or fit_group(group, params).config is not None:
+            continue
+        bands = rowbands.split(group, lambda pts: fit_group(pts, params),
+                               family_rows[(kind, element_size, reductions, envelope)], params.min_band_shapes)
+        for band in bands or ():
+            yield tuple(band.fit.points)
+
+
+def leading_uncovered(shapes: Sequence[ShapePoint], per_set: int, params: FitParams = FitParams(),
+                      min_share: float = MIN_SHARE) -> list:
+    """The ``per_set`` adoptable candidates timed at the most of ``shapes`` (and at ``min_share`` of them at
+    least), where no config is timed at enough of them to be covered; [] where one is."""
+    need = max(params.min_shapes, math.ceil(params.min_coverage * len(shapes)))
+    ranked = candidates(shapes, params)
+    if any(len(c.measured) >= need for c in ranked):
+        return []
+    adoptable = [c for c in ranked if c.adoptable and len(c.measured) >= min_share * len(shapes)]
+    return sorted(adoptable, key=lambda c: (-len(c.measured), -c.gain, c.config.describe()))[:per_set]
+
+
+def fill_plan(points: Sequence[ShapePoint], per_set: int, params: FitParams = FitParams(),
+              max_configs: int = 10) -> list[PlanItem]:
+    """Per shape lacking them, the leading candidates of each uncovered set it belongs to (``fill_sets``),
+    at most ``max_configs``."""
+    at: dict[tuple, ShapePoint] = {}
+    wanted: dict[tuple, list[SlotConfig]] = {}
+    for shapes in fill_sets(points, params):
+        for candidate in leading_uncovered(shapes, per_set, params):
+            measured = {_key(p) for p in candidate.measured}
+            for p in shapes:
+                configs = wanted.setdefault(_key(p), [])
+                at[_key(p)] = p
+                if _key(p) not in measured and candidate.config not in configs:
+                    configs.append(candidate.config)
+    proposers: dict[SlotConfig, set[str]] = {}
+    for p in points:
+        for cfg in p.proposed:
+            proposers.setdefault(cfg, set()).add(p.label)
+    items = []
+    for key in sorted(k for k in wanted if wanted[k]):
+        p, configs = at[key], tuple(wanted[key][:max_configs])
+        items.append(PlanItem(p, configs, tuple(tuple(sorted(proposers.get(c, ()))) or (FILL_ORIGIN,)
+                                                for c in configs)))
+    return items
+
+
+def _key(point: ShapePoint) -> tuple:
+    return point.kernel, point.rows, point.cols, point.dtype, point.probe

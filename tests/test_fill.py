@@ -1,0 +1,106 @@
+"""``crossmeasure --fill``: where no config of a size group was timed at all of its shapes, its leading
+adoptable candidates are timed at the shapes that lack them, and a span probe timed again that way stays
+a span probe of its round."""
+
+import distill_fixtures as fx
+import pytest
+from fake_pools import STUDY_GPU, ScriptedPool, remeasured
+
+from inductor_tune import cli, crossmeasure, distill, fill
+from inductor_tune.evidence import ShapePoint
+from inductor_tune.runtime.launch import KernelSlot
+from inductor_tune.space import SlotConfig
+from inductor_tune.store import Store
+
+LEAD = SlotConfig(True, 1, 4)
+SECOND = SlotConfig(True, 2, 8)
+LOSER = SlotConfig(True, 1, 2)
+
+
+def _point(rows: int, speedups: dict) -> ShapePoint:
+    slot = KernelSlot(f"fw.red.x{rows}.r1500", False, rows, 1500, False, False, "sum", "row_reads=1")
+    return ShapePoint("rmsnorm_fwd", rows, 1500, "bf16", "inner_looped", "sum", slot, speedups, 0.0, ("study",),
+                      interleaved=frozenset(speedups))
+
+
+def _group(extra=None):
+    """Four shapes of one size group: LEAD timed at three, SECOND and LOSER at the first only."""
+    return [_point(4096, {LEAD: 1.2, SECOND: 1.3, LOSER: 0.9}), _point(8192, {LEAD: 1.2}),
+            _point(16384, {LEAD: 1.25}), _point(32768, extra or {})]
+
+
+def _planned(items):
+    return {(i.point.rows, i.configs) for i in items}
+
+
+def test_the_leading_candidate_is_timed_where_it_is_missing_and_a_losing_one_never():
+    assert _planned(fill.fill_plan(_group(), 1)) == {(32768, (LEAD,))}
+    # The next candidate joins at every shape that lacks it; LOSER lost where it was timed and is never filled.
+    for per_set in (2, 3):
+        assert _planned(fill.fill_plan(_group(), per_set)) == {(8192, (SECOND,)), (16384, (SECOND,)),
+                                                               (32768, (LEAD, SECOND))}
+    (item,) = fill.fill_plan(_group(), 1)
+    # A record naming proposers is no span probe (evidence._is_span); with none on record it names the fill.
+    assert item.origins == ((fill.FILL_ORIGIN,),) and all(item.origins)
+
+
+def test_a_group_with_a_covered_config_is_left_alone():
+    assert fill.fill_plan(_group({LEAD: 1.1}), 2) == []
+
+
+def test_a_candidate_timed_at_less_than_a_fifth_of_the_shapes_is_not_filled():
+    six = [*_group(), _point(65536, {}), _point(131072, {})]
+    assert _planned(fill.fill_plan(six, 2)) == {(32768, (LEAD,)), (65536, (LEAD,)), (131072, (LEAD,))}  # SECOND: 1 of 6
+
+
+class TimedByConfig(ScriptedPool):
+    """The default takes 1 ms, every other config 0.9 ms."""
+
+    def __init__(self):
+        super().__init__(2, STUDY_GPU)
+
+    def answer(self, task):
+        return remeasured([[1.0 if c.inductor_default else 0.9] * task.rounds for c in task.configs])
+
+
+def _load(paths):
+    opened = fx.stores([*fx.fixture_dbs(), *map(str, paths)])
+    return distill.load_points(opened, distill.select_gpu(opened, "H200"))[0]
+
+
+def test_a_span_probe_timed_again_by_a_fill_keeps_its_round_and_placing_config(tmp_path):
+    points = list(fx.fixture_points()[1])
+    items = crossmeasure.span_probes(points, 1, seed=3)
+    span_db = tmp_path / "span.sqlite"
+    assert crossmeasure.run(items, TimedByConfig(), Store(f"sqlite:///{span_db}"), rounds=3, span_seed=3)["stored"]
+    before = {p.label: p for p in _load([span_db]) if p.span}
+    item = items[0]
+    probe = before[item.point.label]
+    extra = next(c for p in points for c in p.speedups
+                 if c not in item.configs and c not in probe.speedups and (*p.family, p.r_pow2) ==
+                 (*probe.family, probe.r_pow2))
+    fill_db = tmp_path / "fill.sqlite"
+    filled = crossmeasure.PlanItem(probe, (extra,), ((fill.FILL_ORIGIN,),))
+    assert crossmeasure.run([filled], TimedByConfig(), Store(f"sqlite:///{fill_db}"), rounds=3)["stored"] == 1
+    after = {p.label: p for p in _load([span_db, fill_db])}[probe.label]
+    assert after.span and after.span_round == probe.span_round and after.placed_by == probe.placed_by
+    assert after.speedups[extra] == pytest.approx(1 / 0.9) and extra in after.interleaved
+    assert set(probe.speedups) < set(after.speedups)
+
+
+def test_cli_fill_plans_and_refuses_what_it_cannot_do(tmp_path, capsys):
+    dbs = [str(p) for p in fx.fixture_dbs()]
+    storage = tmp_path / "fill.sqlite"
+    base = ["crossmeasure", *dbs, "--storage", str(storage), "--plan-only", "H200"]
+    assert cli.main([*base, "--fill", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip().splitlines()[-1].endswith("(shape, config) pairs") and not storage.exists()
+    for argv, message in [
+        (["--fill", "-1"], "--fill at least 0"),
+        (["--fill", "1", "--span-probes", "2"], "--fill times the shapes already measured"),
+        (["--fill", "1", "--replay", dbs[0]], "--fill with --replay"),
+    ]:
+        assert cli.main([*base, *argv]) == 2, argv
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith("inductor-tune: error: ") and message in line, line
+    assert not storage.exists()
