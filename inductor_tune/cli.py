@@ -246,7 +246,8 @@ def cmd_crossmeasure(args) -> int:
         experiment_mod.parse_shapes(args.hold_out) if args.hold_out else (),
         () if args.probes == "none" else comma_list(args.probes),
         gpu_index(args.gpu), worker_count(args.workers), args.replay, progress=not args.no_progress,
-        span_probes=args.span_probes, edge_probes=args.edge_probes, fill=args.fill, seed=int_option("--seed", args.seed, 0),
+        span_probes=args.span_probes, edge_probes=args.edge_probes, fill=args.fill,
+        seed=int_option("--seed", args.seed, 0),
         probe_max_gib=probe_max_gib,
         avoid_draws=comma_list(args.avoid_draw) if args.avoid_draw else (), candidates_from=args.candidates_from,
     )

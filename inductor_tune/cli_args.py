@@ -152,7 +152,7 @@ def _crossmeasure_arguments(sub) -> None:
     c.add_argument("--fill", type=int, default=0, metavar="K",
                    help="instead of the studied shapes: where no config of a size group (or of a row band the fit "
                    "cuts) was timed at all of its shapes, time its K adoptable candidates timed at the most shapes "
-                   "at those that lack them, probes included (default 0: off)")
+                   "(a fifth at least) at those that lack them, probes included (default 0: off)")
     c.add_argument("--seed", default="0", help="--span-probes, --edge-probes: seed of the draw (default 0)")
     c.add_argument("--max-gib", type=float, default=4.0, metavar="GIB",
                    help="--span-probes, --edge-probes: the most GPU memory a probe may keep resident (default 4, "

@@ -3,10 +3,10 @@
 A rule needs one config timed interleaved with the default at every shape of its group (or row band),
 probes included (``FitParams.min_coverage``).  Each round of new data breaks that: a new study, a span
 probe placed for another rule, or a row band cut at new rows brings shapes where the group's best config
-was never timed.  On an H200 the stop-35 refit kept Inductor's default on three RMSNorm and LayerNorm
-forward groups at N 2049..4096 for that reason alone: no config was timed at all of their 87-198 shapes,
-and Inductor's default reached 0.33-0.52 of the best found there (the LayerNorm forward at 8553x3757 of
-held-out set 22 was left at 0.604 of its best found).
+was never timed.  On an H200 a stop-35 refit kept Inductor's default on 45 groups or bands for that
+reason alone, among them the RMSNorm and LayerNorm forwards at N 2049..4096: no config was timed at all of
+their 87-198 shapes, and Inductor's default reached 0.33-0.52 of the best found there (the LayerNorm forward
+at 8553x3757 of held-out set 22 was left at 0.604 of its best found).  Two fills left 29.
 
 So, per group and per row band the fit would cut, where no config is covered, the ``per_set`` adoptable
 candidates timed at the most shapes (no loss beyond noise where timed, a gain beyond it), and at a fifth
