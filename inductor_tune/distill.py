@@ -157,23 +157,40 @@ def _mergeable(a: GroupFit, b: GroupFit, merged: GroupFit, params: FitParams) ->
     return merged.worst_regret >= min(a.worst_regret, b.worst_regret) - params.merge_tolerance
 
 
+def families(points: Sequence[ShapePoint]) -> dict[tuple, dict[int, list[ShapePoint]]]:
+    """The size groups of each family (kind, element size, signature, envelope), by next_pow2(rnumel)."""
+    out = collections.defaultdict(dict)
+    for (kind, element_size, reductions, envelope, r), group in size_groups(points).items():
+        out[(kind, element_size, reductions, envelope)][r] = group
+    return dict(sorted(out.items()))
+
+
+def rows_of(groups: dict[int, list[ShapePoint]]) -> tuple[int, int]:
+    """The fewest and most pow2 row buckets a family was measured at."""
+    buckets = [p.x_pow2 for g in groups.values() for p in g]
+    return min(buckets), max(buckets)
+
+
+def row_bands(kind: str, fit: GroupFit, family_rows: tuple[int, int], params: FitParams, allowed=None):
+    """The two row bands a group is cut into where no config serves all of its rows (``rowbands``), or None."""
+    if not params.split_rows or kind == "mix_order" or fit.config is not None:
+        return None
+    return rowbands.split(fit.points, lambda pts: fit_group(pts, params, allowed=allowed), family_rows,
+                          params.min_band_shapes)
+
+
 def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), allowed=None) -> list[RuleSpec]:
     rules = []
-    families = collections.defaultdict(dict)
-    for (kind, element_size, reductions, envelope, r), group in size_groups(points).items():
-        families[(kind, element_size, reductions, envelope)][r] = group
-    for (kind, element_size, reductions, envelope), groups in sorted(families.items()):
+    for (kind, element_size, reductions, envelope), groups in families(points).items():
         family_allowed = allowed.get((kind, element_size, reductions, envelope), frozenset()) \
             if allowed is not None else None
         family_points = [p for g in groups.values() for p in g]
-        family_rows = (min(p.x_pow2 for p in family_points), max(p.x_pow2 for p in family_points))
+        family_rows = rows_of(groups)
         # (lo r, hi r, fit, its row band's pow2 buckets; None: the family's rows, and it may merge)
         runs: list[tuple[int, int, GroupFit, tuple[int, int] | None]] = []
         for r in sorted(groups):
             fit = fit_group(groups[r], params, allowed=family_allowed)
-            bands = rowbands.split(groups[r], lambda pts: fit_group(pts, params, allowed=family_allowed),
-                                   family_rows, params.min_band_shapes) \
-                if params.split_rows and kind != "mix_order" and fit.config is None else None
+            bands = row_bands(kind, fit, family_rows, params, family_allowed)
             if bands:
                 runs += [(r, r, band.fit, band.xnumel) for band in bands]
                 continue

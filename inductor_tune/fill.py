@@ -22,9 +22,8 @@ from __future__ import annotations
 import math
 from typing import Iterator, Sequence
 
-from . import rowbands
 from .crossmeasure import PlanItem
-from .distill import candidates, fit_group, size_groups
+from .distill import candidates, families, fit_group, row_bands, rows_of
 from .evidence import ShapePoint
 from .fitparams import FitParams
 from .space import SlotConfig
@@ -37,21 +36,13 @@ FILL_ORIGIN = "coverage fill"
 
 def fill_sets(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> Iterator[tuple[ShapePoint, ...]]:
     """Each size group's shapes, then those of each row band the fit would cut it into (``distill.fit_rules``)."""
-    groups = size_groups(points)
-    family_rows: dict[tuple, tuple[int, int]] = {}
-    for (kind, element_size, reductions, envelope, _), group in groups.items():
-        key = (kind, element_size, reductions, envelope)
-        lo, hi = family_rows.get(key, (math.inf, 0))
-        family_rows[key] = (min(lo, *(p.x_pow2 for p in group)), max(hi, *(p.x_pow2 for p in group)))
-    for (kind, element_size, reductions, envelope, _), group in sorted(groups.items()):
-        group = tuple(group)
-        yield group
-        if not params.split_rows or kind == "mix_order" or fit_group(group, params).config is not None:
-            continue
-        bands = rowbands.split(group, lambda pts: fit_group(pts, params),
-                               family_rows[(kind, element_size, reductions, envelope)], params.min_band_shapes)
-        for band in bands or ():
-            yield tuple(band.fit.points)
+    for (kind, *_), groups in families(points).items():
+        family_rows = rows_of(groups)
+        for r in sorted(groups):
+            fit = fit_group(groups[r], params)
+            yield fit.points
+            for band in row_bands(kind, fit, family_rows, params) or ():
+                yield tuple(band.fit.points)
 
 
 def leading_uncovered(shapes: Sequence[ShapePoint], per_set: int, params: FitParams = FitParams(),

@@ -118,3 +118,20 @@ def study_experiment(tmp_path, trials):
         {"kernels": ["rmsnorm_fwd"], "shapes": ["32768x4096"], "dtypes": ["bf16"], "trials": trials,
          "storage": f"sqlite:///{tmp_path}/s.sqlite", "seed": 5}, "unit",
     )
+
+
+class TimedByConfig(ScriptedPool):
+    """Two workers on the fixture studies' GPU: the default takes 1 ms; ``slower`` configs take 1.3 ms, all others
+    0.9 ms, every round."""
+
+    def __init__(self, slower=()):
+        super().__init__(2, STUDY_GPU)  # the stack the fixture studies ran on
+        self.slower = set(slower)
+
+    def answer(self, task):
+        times = []
+        for config in task.configs:
+            cfg = None if config.inductor_default else next(iter(config.slot_map().values()))
+            ms = 1.0 if cfg is None else 1.3 if cfg in self.slower else 0.9
+            times.append([ms] * task.rounds)
+        return remeasured(times)

@@ -4,7 +4,7 @@ a span probe of its round."""
 
 import distill_fixtures as fx
 import pytest
-from fake_pools import STUDY_GPU, ScriptedPool, remeasured
+from fake_pools import TimedByConfig
 
 from inductor_tune import cli, crossmeasure, distill, fill
 from inductor_tune.evidence import ShapePoint
@@ -51,16 +51,6 @@ def test_a_group_with_a_covered_config_is_left_alone():
 def test_a_candidate_timed_at_less_than_a_fifth_of_the_shapes_is_not_filled():
     six = [*_group(), _point(65536, {}), _point(131072, {})]
     assert _planned(fill.fill_plan(six, 2)) == {(32768, (LEAD,)), (65536, (LEAD,)), (131072, (LEAD,))}  # SECOND: 1 of 6
-
-
-class TimedByConfig(ScriptedPool):
-    """The default takes 1 ms, every other config 0.9 ms."""
-
-    def __init__(self):
-        super().__init__(2, STUDY_GPU)
-
-    def answer(self, task):
-        return remeasured([[1.0 if c.inductor_default else 0.9] * task.rounds for c in task.configs])
 
 
 def _load(paths):

@@ -9,7 +9,7 @@ import time
 
 import distill_fixtures as fx
 import pytest
-from fake_pools import STUDY_GPU, ScriptedPool, remeasured
+from fake_pools import TimedByConfig
 
 from inductor_tune import crossmeasure, distill
 from inductor_tune.store import Store
@@ -18,21 +18,6 @@ from inductor_tune.store import Store
 @pytest.fixture(scope="module")
 def points():
     return list(fx.fixture_points()[1])
-
-
-class TimedByConfig(ScriptedPool):
-    """The default takes 1 ms; ``slower`` configs 1.3 ms, every other config 0.9 ms."""
-
-    def __init__(self, slower=()):
-        super().__init__(2, STUDY_GPU)
-        self.slower = set(slower)
-
-    def answer(self, task):
-        times = []
-        for config in task.configs:
-            cfg = None if config.inductor_default else next(iter(config.slot_map().values()))
-            times.append([1.0 if cfg is None else 1.3 if cfg in self.slower else 0.9] * task.rounds)
-        return remeasured(times)
 
 
 def _round(points, path, seed, slower, per_group=2):

@@ -8,7 +8,7 @@ import re
 
 import distill_fixtures as fx
 import pytest
-from fake_pools import STUDY_GPU, ScriptedPool, remeasured
+from fake_pools import TimedByConfig
 
 from inductor_tune import cli, crossmeasure, distill, gate
 from inductor_tune.space import slot_violations
@@ -59,22 +59,6 @@ def test_span_probes_lie_inside_config_rules_spans_off_every_studied_and_avoided
     taken = {(i.point.rows, i.point.cols) for i in items}
     again = crossmeasure.span_probes(points, 3, seed=5, avoid=taken)
     assert not taken & {(i.point.rows, i.point.cols) for i in again} and len(again) == len(items)
-
-
-class TimedByConfig(ScriptedPool):
-    """Two workers: the default takes 1 ms; ``slower`` configs take 1.3 ms, all others 0.9 ms, every round."""
-
-    def __init__(self, slower=()):
-        super().__init__(2, STUDY_GPU)  # the stack the fixture studies ran on
-        self.slower = set(slower)
-
-    def answer(self, task):
-        times = []
-        for config in task.configs:
-            cfg = None if config.inductor_default else next(iter(config.slot_map().values()))
-            ms = 1.0 if cfg is None else 1.3 if cfg in self.slower else 0.9
-            times.append([ms] * task.rounds)
-        return remeasured(times)
 
 
 def _measured(points, tmp_path, slower):
