@@ -239,6 +239,10 @@ def cmd_crossmeasure(args) -> int:
                        "--span-probes, --edge-probes and --fill at least 0")
     if args.fill and (args.span_probes or args.edge_probes):
         raise CliError("--fill times the shapes already measured; it does not go with --span-probes or --edge-probes")
+    if args.fill_share is not None and not args.fill:
+        raise CliError("--fill-share goes with --fill")
+    if args.fill_share is not None and not 0 <= args.fill_share <= 1:
+        raise CliError(f"--fill-share is a share of a set's shapes, 0 to 1, not {args.fill_share:g}")
     probe_max_gib = gib_option(args.max_gib)
     request = CrossmeasureRequest(
         tuple(args.db), args.storage, frozenset(experiment_mod.parse_kernels(args.kernels)) if args.kernels else None,
@@ -247,6 +251,7 @@ def cmd_crossmeasure(args) -> int:
         () if args.probes == "none" else comma_list(args.probes),
         gpu_index(args.gpu), worker_count(args.workers), args.replay, progress=not args.no_progress,
         span_probes=args.span_probes, edge_probes=args.edge_probes, fill=args.fill,
+        fill_share=args.fill_share,
         seed=int_option("--seed", args.seed, 0),
         probe_max_gib=probe_max_gib,
         avoid_draws=comma_list(args.avoid_draw) if args.avoid_draw else (), candidates_from=args.candidates_from,

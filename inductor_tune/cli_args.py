@@ -153,6 +153,9 @@ def _crossmeasure_arguments(sub) -> None:
                    help="instead of the studied shapes: where no config of a size group (or of a row band the fit "
                    "cuts) was timed at all of its shapes, time its K adoptable candidates timed at the most shapes "
                    "(a fifth at least) at those that lack them, probes included (default 0: off)")
+    c.add_argument("--fill-share", type=float, default=None, metavar="F",
+                   help="--fill: the least share of a set's shapes a candidate must be timed at already to be filled "
+                   "in, 0 to 1 (default 0.2: a fifth)")
     c.add_argument("--seed", default="0", help="--span-probes, --edge-probes: seed of the draw (default 0)")
     c.add_argument("--max-gib", type=float, default=4.0, metavar="GIB",
                    help="--span-probes, --edge-probes: the most GPU memory a probe may keep resident (default 4, "

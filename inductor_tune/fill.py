@@ -58,13 +58,13 @@ def leading_uncovered(shapes: Sequence[ShapePoint], per_set: int, params: FitPar
 
 
 def fill_plan(points: Sequence[ShapePoint], per_set: int, params: FitParams = FitParams(),
-              max_configs: int = 10) -> list[PlanItem]:
+              max_configs: int = 10, min_share: float = MIN_SHARE) -> list[PlanItem]:
     """Per shape lacking them, the leading candidates of each uncovered set it belongs to (``fill_sets``),
-    at most ``max_configs``."""
+    at most ``max_configs``; ``min_share``: the least share of a set's shapes a candidate is timed at already."""
     at: dict[tuple, ShapePoint] = {}
     wanted: dict[tuple, list[SlotConfig]] = {}
     for shapes in fill_sets(points, params):
-        for candidate in leading_uncovered(shapes, per_set, params):
+        for candidate in leading_uncovered(shapes, per_set, params, min_share):
             measured = {_key(p) for p in candidate.measured}
             for p in shapes:
                 configs = wanted.setdefault(_key(p), [])

@@ -94,3 +94,20 @@ def test_cli_fill_plans_and_refuses_what_it_cannot_do(tmp_path, capsys):
         (line,) = capsys.readouterr().err.strip().splitlines()
         assert line.startswith("inductor-tune: error: ") and message in line, line
     assert not storage.exists()
+
+
+def test_a_lower_share_fills_a_candidate_timed_at_fewer_shapes():
+    six = [*_group(), _point(65536, {}), _point(131072, {})]
+    planned = _planned(fill.fill_plan(six, 2, min_share=0.1))  # SECOND, timed at 1 of 6, now passes
+    assert (65536, (LEAD, SECOND)) in planned and (8192, (SECOND,)) in planned
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--fill-share", "0.1"], "--fill-share goes with --fill"),
+    (["--fill", "1", "--fill-share", "1.5"], "0 to 1, not 1.5"),
+    (["--fill", "1", "--fill-share", "-0.1"], "0 to 1, not -0.1"),
+])
+def test_fill_share_out_of_range_or_alone_is_refused(capsys, argv, message):
+    assert cli.main(["crossmeasure", "db/quack.sqlite", "--plan-only", "H200", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("inductor-tune: error:") and message in err and err.count("\n") == 1

@@ -42,6 +42,8 @@ class CrossmeasureRequest:
     # Coverage fill: this many leading candidates of each uncovered size group or row band, timed at its
     # shapes that lack them (``fill``).
     fill: int = 0
+    # ... among the candidates timed at this share of the set's shapes at least (None: ``fill.MIN_SHARE``).
+    fill_share: float | None = None
     seed: int = 0
     # The most GPU memory a span or edge probe may keep resident (the random gate's bound by default).
     probe_max_gib: float = 4.0
@@ -179,11 +181,12 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
     held = {(s.rows, s.cols) for s in request.hold_out}
     avoid = {(rows, cols) for draw in draws for _, rows, cols, _ in draw.problems} | held
     if request.fill:
-        from ..fill import fill_plan
+        from ..fill import MIN_SHARE, fill_plan
 
         # Studied shapes are the fit's own (a spent held-out set's best-found studies among them); only a probe
         # could lie at a held-out problem, and none is placed there.
-        items = [i for i in fill_plan(points, request.fill, max_configs=request.max_configs)
+        share = MIN_SHARE if request.fill_share is None else request.fill_share
+        items = [i for i in fill_plan(points, request.fill, max_configs=request.max_configs, min_share=share)
                  if (i.point.rows, i.point.cols) not in avoid or not i.point.probe]
     elif request.probing:
         items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs,
