@@ -292,8 +292,15 @@ def test_patched_autotuner_falls_back_to_inductors_configs_when_the_rules_does_n
             "configs": [{"kwargs": {"XBLOCK": 1, "RSPLIT_SIZE": 16, "NUM_STAGES": 1}, "num_warps": 8, "num_stages": 1}]}
     compiled = []
     fake = _autotuner(patched.th, [out_of_memory], kept, compiled)
-    with caplog.at_level(logging.WARNING):
-        fake._make_launchers()
+    # The warning's logger sits under torch._inductor, which stops propagation once torch's logging is set up:
+    # capture it where it is logged, not at the root (alone, this test saw nothing at the root).
+    rules_logger = logging.getLogger(patched.rules.__name__)
+    rules_logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.WARNING, logger=patched.rules.__name__):
+            fake._make_launchers()
+    finally:
+        rules_logger.removeHandler(caplog.handler)
     assert fake.launchers == ["launcher of {'XBLOCK': 1, 'RSPLIT_SIZE': 16, 'NUM_STAGES': 1}"]
     assert [c.num_warps for c in compiled] == [8] and "distilled_fallback" not in fake.inductor_meta
     assert "does not fit kernel triton_k_0" in caplog.text and "mix_order sum@backward" in caplog.text
