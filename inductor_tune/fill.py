@@ -8,13 +8,18 @@ reason alone, among them the RMSNorm and LayerNorm forwards at N 2049..4096: no 
 their 87-198 shapes, and Inductor's default reached 0.33-0.52 of the best found there (the LayerNorm forward
 at 8553x3757 of held-out set 22 was left at 0.604 of its best found).  Two fills left 29.
 
-So, per group and per row band the fit would cut, where no config is covered, the ``per_set`` adoptable
+So, per group and per row band the fit would cut, where no adoptable config is covered, the ``per_set`` adoptable
 candidates timed at the most shapes (no loss beyond noise where timed, a gain beyond it), and at a fifth
 of them at least, are timed at every shape of the set that lacks them.  A config timed at one shape of a
 hundred is a guess, and filling it in costs a hundred timings: on that H200 data the fifth cut the plan
 from 1582 shapes to 828.  The configs, the shapes and the sets all come from the fit's own
 points, none from a held-out draw; whether the candidates then win is for ``distill`` to decide, and a
 rule they give still settles against span probes before it ships.
+
+A set whose covered configs all lose somewhere is filled too (stop 37).  Every fused mix-order backward
+group of the stop-36 H200 data had a covered config that lost beyond noise at some shape, so the fill left
+them alone while candidates with no loss where timed sat at 1-17 of their 5-45 shapes; those groups kept
+Inductor's default, and their backwards leave the largest best-found gaps.
 """
 
 from __future__ import annotations
@@ -50,10 +55,10 @@ def fill_sets(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> 
 def leading_uncovered(shapes: Sequence[ShapePoint], per_set: int, params: FitParams = FitParams(),
                       min_share: float = MIN_SHARE) -> list:
     """The ``per_set`` adoptable candidates timed at the most of ``shapes`` (and at ``min_share`` of them at
-    least), where no config is timed at enough of them to be covered; [] where one is."""
+    least), where no adoptable config is timed at enough of them to be covered; [] where one is."""
     need = max(params.min_shapes, math.ceil(params.min_coverage * len(shapes)))
     ranked = candidates(shapes, params)
-    if any(len(c.measured) >= need for c in ranked):
+    if any(len(c.measured) >= need and c.adoptable for c in ranked):
         return []
     adoptable = [c for c in ranked if c.adoptable and len(c.measured) >= min_share * len(shapes)]
     return sorted(adoptable, key=lambda c: (-len(c.measured), -c.gain, c.config.describe()))[:per_set]

@@ -1,4 +1,4 @@
-"""``crossmeasure --fill``: where no config of a size group was timed at all of its shapes, its leading
+"""``crossmeasure --fill``: where no adoptable config of a size group was timed at all of its shapes, its leading
 adoptable candidates are timed at the shapes that lack them, and a span probe timed again that way stays
 a span probe of its round."""
 
@@ -46,6 +46,13 @@ def test_the_leading_candidate_is_timed_where_it_is_missing_and_a_losing_one_nev
 
 def test_a_group_with_a_covered_config_is_left_alone():
     assert fill.fill_plan(_group({LEAD: 1.1}), 2) == []
+
+
+def test_a_group_whose_covered_config_loses_fills_its_next_candidate():
+    # LEAD is timed at all four shapes but loses at 32768: the group keeps the default, so SECOND (no loss
+    # where timed, at a quarter of the shapes) is timed where it is missing; LEAD is never planned again.
+    assert _planned(fill.fill_plan(_group({LEAD: 0.8}), 2)) == {(8192, (SECOND,)), (16384, (SECOND,)),
+                                                                (32768, (SECOND,))}
 
 
 def test_a_candidate_timed_at_less_than_a_fifth_of_the_shapes_is_not_filled():
