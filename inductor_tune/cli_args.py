@@ -151,8 +151,8 @@ def _crossmeasure_arguments(sub) -> None:
                    "in the lowest octave of the rule's rows, where its grid is smallest (default 0: off)")
     c.add_argument("--fill", type=int, default=0, metavar="K",
                    help="instead of the studied shapes: where no config of a size group (or of a row band the fit "
-                   "cuts) timed at all of its shapes is adoptable, time its K adoptable candidates timed at the most shapes "
-                   "(a fifth at least) at those that lack them, probes included (default 0: off)")
+                   "cuts) timed at all of its shapes is adoptable, time its K adoptable candidates timed at the most "
+                   "shapes (a fifth at least) at those that lack them, probes included (default 0: off)")
     c.add_argument("--fill-share", type=float, default=None, metavar="F",
                    help="--fill: the least share of a set's shapes a candidate must be timed at already to be filled "
                    "in, 0 to 1 (default 0.2: a fifth)")
