@@ -26,7 +26,8 @@ from .runtime.installation import ENV_VAR, Installation, device_matches, install
 from .runtime.registry import applied_rules, installed_digest  # noqa: F401
 from .runtime.rulefile import _overlap, gpu_problem, load, parse, text_problem  # noqa: F401
 from .runtime.rules import (  # noqa: F401
-    FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, RuleSpec, UnsplitSpec, rule_dict, unsplit_dict,
+    FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, MixAutotuneSpec, RuleSpec, UnsplitSpec,
+    mix_autotune_dict, rule_dict, unsplit_dict,
 )
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, KernelSlot, SlotConfig, TrialConfig, slot_violations  # noqa: F401
 
@@ -126,6 +127,12 @@ def _unsplit_entry(spec) -> dict[str, Any]:
     return entry
 
 
+def _mix_autotune_entry(spec) -> dict[str, Any]:
+    entry = mix_autotune_dict(spec)
+    entry["rows"], entry["cols"] = _FlowList(entry["rows"]), _FlowList(entry["cols"])
+    return entry
+
+
 def to_yaml(heur: Heuristics) -> str:
     rules = []
     for rule in heur.rules:
@@ -139,6 +146,7 @@ def to_yaml(heur: Heuristics) -> str:
         "gpu": dataclasses.asdict(heur.gpu),
         "rules": rules,
         **({"unsplit": [_unsplit_entry(u) for u in heur.unsplit]} if heur.unsplit else {}),
+        **({"mix_autotune": [_mix_autotune_entry(m) for m in heur.mix_autotune]} if heur.mix_autotune else {}),
         "not_covered": list(heur.not_covered),
         "provenance": dict(heur.provenance),
         "holdout": _flow_rows(heur.holdout),

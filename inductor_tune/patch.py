@@ -74,6 +74,10 @@ def check_data(heur: Heuristics) -> None:
     problem = gpu_problem(heur.gpu)
     if problem:
         raise PatchError(f"the heuristics' gpu {problem}; refusing to write a patch")
+    if heur.mix_autotune:
+        # A patch that left them out would make the patched torch differ from `install` on the same file.
+        raise PatchError(f"the heuristics have {len(heur.mix_autotune)} split-autotune entries (mix_autotune), which "
+                         "only `inductor_tune.install` applies; refusing to write a patch without them")
     for rule in heur.rules:
         if rule.reductions is not None and not _is_signature(rule.reductions):
             raise PatchError(f"rule reductions {rule.reductions!r} is not a reduction signature; refusing to write a patch")

@@ -71,6 +71,31 @@ def test_errors_the_rules_cannot_explain_are_raised_unchanged_and_disable_nothin
     assert inner.calls == 1 and not torch_rules._UNFIT
 
 
+def test_an_error_in_the_code_generation_of_a_ruled_kernel_drops_that_rule_alone(caplog):
+    """Inductor's code generation can fail on a forced config before the kernel is defined (an H200: a
+    mix-order config with XBLOCK 1, "list indices must be integers or slices, not NoneType")."""
+    calls = []
+
+    def compile_once(gm, example_inputs):
+        calls.append(gm)
+        scheduling = fallback.guard_define_kernel(lambda self_, src, schedule, kernel: kernel.name)
+        if torch_rules.lookup("inner_looped", 2, 4096, 8192, TABLE, "sum", "E2"):
+            fixed = object()
+            fallback.record(OTHER, "E2", fixed)
+            scheduling(None, "src", [], types.SimpleNamespace(fixed_config=fixed, name="triton_red_fused_3"))
+        if torch_rules.lookup("mix_order", 2, 4096, 8192, TABLE, "sum@backward", "E1"):
+            fallback.record(RULE, "E1", object())
+            raise TypeError("list indices must be integers or slices, not NoneType")
+        return "compiled"
+
+    with caplog.at_level(logging.WARNING, logger="inductor_tune"):
+        assert fallback.guard_compile(compile_once)({}, []) == "compiled"
+    assert len(calls) == 2 and len(torch_rules._UNFIT) == 1
+    assert torch_rules.lookup("inner_looped", 2, 4096, 8192, TABLE, "sum", "E2") is OTHER
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "mix_order sum@backward" in warning and "list indices" in warning
+
+
 def test_a_kernel_failure_naming_no_kernel_makes_every_rule_of_the_graph_step_back():
     inner = _Compile(breaks=(RULE, OTHER), error="No valid triton configs. PTXASError: ptxas failed")
     assert fallback.guard_compile(inner)({}, []) == "compiled with 0 rule(s)"

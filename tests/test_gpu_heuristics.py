@@ -128,6 +128,47 @@ def test_mix_order_rule_sets_the_split_and_the_launch_config():
 
 
 
+def test_a_split_autotune_entry_lets_inductor_time_splits_and_keeps_the_result_right(caplog):
+    """A ``mix_autotune`` entry: Inductor times splits of the fused backward from its own up (what it timed is
+    noted with the applied entry), a config rule covering the same kernel comes first, and a config rule whose
+    config breaks Inductor's code generation (XBLOCK 1 in a mix-order kernel, seen on an H200) falls back."""
+    import logging
+
+    from inductor_tune import evaluate, heuristics, torch_rules
+    from inductor_tune.evaluate import CompiledCall, Problem, ProblemState
+    from inductor_tune.kernels import TOLERANCES, Shape
+    from inductor_tune.space import SlotConfig
+
+    props = torch.cuda.get_device_properties(0)
+    gpu = heuristics.GpuSpec(props.name, "test", f"{props.major}.{props.minor}", props.multi_processor_count, "", "")
+    entry = heuristics.MixAutotuneSpec((8192, 65536), (1024, 8192), 2, min_split=16, margin=0.05, up_only=True)
+    state = ProblemState(Problem("rmsnorm_bwd", Shape(16384, 4096), "bf16"))
+
+    def compiled(heur):
+        mark = len(heuristics.applied_rules())
+        with heuristics.install(heur) as handle:
+            assert handle.active, handle.reason
+            call = CompiledCall(state.problem, state.inputs, state.grad_output)
+            call.compile()
+            result = call.run_eager()
+        assert evaluate.reference_error(state.problem, state.inputs, state.grad_output, result) <= TOLERANCES["bf16"]
+        return heuristics.applied_rules()[mark:]
+
+    (applied,) = compiled(heuristics.Heuristics(gpu, (), mix_autotune=(entry,)))
+    assert "Inductor autotunes the split" in applied and " kept (ms by split: 16:" in applied, applied
+    cfg = SlotConfig(persistent=True, XBLOCK=2, num_warps=8, RSPLIT_SIZE=64, NUM_STAGES=1)
+    rule = heuristics.RuleSpec("mix_order", 2, (4096, 4096), (16384, 16384), cfg, reductions="sum@backward")
+    configs = _launch_configs("rmsnorm_bwd", "16384x4096", heuristics.Heuristics(gpu, (rule,), mix_autotune=(entry,)))[0]
+    assert [c["RSPLIT_SIZE"] for c in configs if c.get("RSPLIT_SIZE")] == [64], configs
+    broken = dataclasses.replace(rule, config=dataclasses.replace(cfg, XBLOCK=1))
+    torch_rules._UNFIT.clear()
+    with caplog.at_level(logging.WARNING, logger="inductor_tune"):
+        compiled(heuristics.Heuristics(gpu, (broken,)))
+    warnings = [r.getMessage() for r in caplog.records if "does not fit kernel" in r.getMessage()]
+    assert len(warnings) == 1 and "mix_order sum@backward" in warnings[0], warnings
+    torch_rules._UNFIT.clear()
+
+
 def test_a_rule_that_does_not_fit_falls_back_to_inductors_configs_and_warns(caplog):
     """A mix-order rule whose pipelined config needs far more shared memory than the GPU has (the kind of
     failure a Llama decoder's fused RMSNorm backward hit): forced directly, the compile fails; installed

@@ -112,10 +112,19 @@ def _disable_failed(applied: list[Applied], exc: BaseException) -> bool:
     text = _chain_text(exc)
     named = [a for a in applied if a.kernel and a.kernel in text]
     # The error names the kernel where Inductor reports it (launch failures do); a kernel failure that
-    # names none of them makes every rule of this graph suspect.  Other errors are not the rules'.
-    if not named and not any(marker in text for marker in KERNEL_FAILURES):
+    # names none of them makes every rule of this graph suspect.  An error while Inductor was still generating
+    # the code of the last kernel a rule was forced into is that rule's (seen on an H200: a mix-order config
+    # with XBLOCK 1 broke the code generation of the kernel's epilogue).  Other errors are not the rules'.
+    unfinished = applied[-1:] if applied[-1].kernel is None else []
+    if named:
+        suspects = named
+    elif any(marker in text for marker in KERNEL_FAILURES):
+        suspects = applied
+    elif unfinished:
+        suspects = unfinished
+    else:
         return False
-    for a in named or applied:
+    for a in suspects:
         torch_rules.mark_unfit(a.rule, a.envelope)
         log.warning("inductor_tune: rule %s does not fit kernel %s (%s); that kernel keeps Inductor's own configs",
                     torch_rules.describe_rule(a.rule), a.kernel or "(unnamed)", _first_line(text))

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch._inductor.choices import InductorChoices
 
-from . import fallback, registry, torch_rules, versions
+from . import fallback, mix_autotune, registry, torch_rules, versions
 from .launch import SlotConfig
 from .versions import SUPPORTED_TORCH  # noqa: F401  (the tuner's name for it)
 
@@ -117,7 +117,8 @@ def apply_unsplit(device, reduction_numel, numel, inner_reduction: bool, split: 
 
 
 def mix_split_wrapper(original):
-    """Set the split size of one mix-order kernel from the rules (Inductor reads it from config)."""
+    """Set the split size of one mix-order kernel from the rules (Inductor reads it from config), or let
+    Inductor autotune it where a split-autotune entry covers the kernel and no config rule does."""
 
     @functools.wraps(original)
     def wrapper(self, node1, node2):
@@ -125,15 +126,25 @@ def mix_split_wrapper(original):
         from torch._inductor import scheduler
 
         table = registry.installed_table()
-        split = None
+        split, autotune, sizes = None, None, None
         # A tuning plan sets the split itself, through config, for the trial it measures.
         if table is not None and registry.planner() is None \
                 and inductor_config.triton.mix_order_reduction_split_size is None:
             try:
                 numel, rnumel = scheduler.MixOrderReduction.get_numel_rnumel(node1)
+                sizes = f"x={numel} r={rnumel}"
                 split = torch_rules.mix_order_split_size(node1, numel, rnumel, table)
+                if split is None:
+                    autotune = mix_autotune.entry_for(node1, numel, rnumel, registry.installed_mix_autotune())
             except Exception as exc:
                 log.debug("mix-order split lookup failed, keeping Inductor's split: %s", exc)
+        if autotune is not None:
+            timings: dict = {}
+            try:
+                with mix_autotune.split_autotuned(autotune, sizes, timings):
+                    return original(self, node1, node2)
+            finally:
+                registry.note_applied(f"{autotune.describe()} -> {sizes}: {mix_autotune.describe_timings(timings)}")
         if split is None:
             return original(self, node1, node2)
         with inductor_config.patch({"triton.mix_order_reduction_split_size": split}):

@@ -125,15 +125,20 @@ def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
         functorch_config.enable_autograd_cache = False
         log.info("this torch: FX-graph and AOTAutograd caches off while the heuristics are installed")
     table = heur.table()
-    registry.set_installed(table, heur.digest())
+    mix_autotune = None
+    if heur.mix_autotune:
+        from .mix_autotune import lookup_table
+
+        mix_autotune = (lookup_table(heur.mix_autotune, table.gpu, table.capability, table.sm_count), heur.mix_autotune)
+    registry.set_installed(table, heur.digest(), mix_autotune)
     inductor_config.inductor_choices_class = InductorTuneChoices
     wrappers = (mix_split_wrapper, fallback.guard_compile, fallback.guard_define_kernel)
     for (owner, name), wrap in zip(_wrapped_functions(), wrappers):
         if not hasattr(getattr(owner, name), "__inductor_tune_original__"):
             setattr(owner, name, wrap(getattr(owner, name)))
     drop_cached_choices()
-    log.info("inductor_tune heuristics for %s installed: %d config rules, %d unsplit rules (%s)", target,
-             len(table.rules), len(table.unsplit), heur.digest())
+    log.info("inductor_tune heuristics for %s installed: %d config rules, %d unsplit rules, %d split-autotune "
+             "entries (%s)", target, len(table.rules), len(table.unsplit), len(heur.mix_autotune), heur.digest())
     return handle
 
 

@@ -29,6 +29,8 @@ class Planner(Protocol):
 _PLANNER: Planner | None = None
 _TABLE: torch_rules.Table | None = None
 _DIGEST: str | None = None
+# (lookup table, entries) of the installed file's split-autotune entries (``mix_autotune``), or None.
+_MIX_AUTOTUNE: tuple | None = None
 # One line per kernel a rule was forced into in this process (validate tells touched problems by it).
 _APPLIED: list[str] = []
 
@@ -51,14 +53,19 @@ def planner() -> Planner | None:
     return _PLANNER
 
 
-def set_installed(table: torch_rules.Table | None, digest: str | None) -> None:
+def set_installed(table: torch_rules.Table | None, digest: str | None, mix_autotune: tuple | None = None) -> None:
     """Called by ``installation.install`` and ``Installation.uninstall`` (None: no rules)."""
-    global _TABLE, _DIGEST
+    global _TABLE, _DIGEST, _MIX_AUTOTUNE
     _TABLE, _DIGEST = table, digest if table is not None else None
+    _MIX_AUTOTUNE = mix_autotune if table is not None else None
 
 
 def installed_table() -> torch_rules.Table | None:
     return _TABLE
+
+
+def installed_mix_autotune() -> tuple | None:
+    return _MIX_AUTOTUNE
 
 
 def installed_digest() -> str | None:

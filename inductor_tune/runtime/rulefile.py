@@ -16,7 +16,9 @@ import yaml
 
 from . import torch_rules
 from .launch import LAUNCH_FIELDS, POW2_FIELDS, STAGE_FIELDS, KernelSlot, SlotConfig, slot_violations
-from .rules import FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, RuleSpec, UnsplitSpec
+from .rules import (
+    FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, MixAutotuneSpec, RuleSpec, UnsplitSpec,
+)
 
 
 def read_yaml(path: str, error: type[Exception]) -> Any:
@@ -149,8 +151,9 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
                 raise HeuristicsError(f"{where}: overlaps rules[{j}] ({other.describe()})")
         rules.append(rule)
     unsplit = _parse_unsplit(doc.get("unsplit") or [], gpu, source)
+    mix_autotune = _parse_mix_autotune(doc.get("mix_autotune") or [], source)
     return Heuristics(gpu, tuple(rules), provenance=provenance, holdout=holdout, not_covered=tuple(not_covered),
-                      unsplit=unsplit)
+                      unsplit=unsplit, mix_autotune=mix_autotune)
 
 
 # Inductor splits an inner reduction only when it has fewer than 2 x SMs outputs and is longer than this
@@ -187,6 +190,42 @@ def _parse_unsplit(entries: Any, gpu: GpuSpec, source: str) -> tuple[UnsplitSpec
             kernels = _unsplit_kernels(entry["kernels"], where) if "kernels" in entry else ()
         out.append(UnsplitSpec(rows, cols, _parse_evidence(entry.get("evidence") or {}, where), cfg, element_size,
                                kernels))
+    return tuple(out)
+
+
+def _parse_mix_autotune(entries: Any, source: str) -> tuple[MixAutotuneSpec, ...]:
+    if not isinstance(entries, list):
+        raise HeuristicsError(f"{source}: `mix_autotune` must be a list")
+    out: list[MixAutotuneSpec] = []
+    for i, entry in enumerate(entries):
+        where = f"{source}: mix_autotune[{i}]"
+        if not isinstance(entry, dict) or set(entry) - {"rows", "cols", "element_size", "multi_stages", "min_split",
+                                                         "margin", "up_only", "kernels", "evidence"}:
+            raise HeuristicsError(f"{where}: must be a mapping of rows, cols, element_size, evidence and optional "
+                                  "multi_stages, min_split, margin, up_only and kernels")
+        rows = _span(_need(entry, "rows", where, list), f"{where}: rows")
+        cols = _span(_need(entry, "cols", where, list), f"{where}: cols")
+        element_size = _need(entry, "element_size", where, int)
+        if element_size not in (1, 2, 4, 8):
+            raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+        multi_stages, up_only = entry.get("multi_stages", False), entry.get("up_only", False)
+        if not isinstance(multi_stages, bool) or not isinstance(up_only, bool):
+            raise HeuristicsError(f"{where}: multi_stages and up_only must be true or false")
+        min_split = entry.get("min_split")
+        if min_split is not None and (type(min_split) is not int or not 1 <= min_split <= 4096
+                                      or min_split & (min_split - 1)):
+            raise HeuristicsError(f"{where}: min_split must be a power of two from 1 to 4096, not {min_split!r}")
+        margin = entry.get("margin")
+        if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float))
+                                   or not 0 <= margin <= 1):
+            raise HeuristicsError(f"{where}: margin must be a fraction from 0 to 1, not {margin!r}")
+        kernels = _unsplit_kernels(entry["kernels"], where) if "kernels" in entry else ()
+        for j, other in enumerate(out):
+            if other.element_size == element_size and _overlap(other.rows, rows) and _overlap(other.cols, cols) \
+                    and (not other.kernels or not kernels or set(other.kernels) & set(kernels)):
+                raise HeuristicsError(f"{where}: overlaps mix_autotune[{j}]")
+        out.append(MixAutotuneSpec(rows, cols, element_size, multi_stages, min_split, margin, up_only, kernels,
+                                   _parse_evidence(entry.get("evidence") or {}, where)))
     return tuple(out)
 
 

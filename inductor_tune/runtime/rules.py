@@ -136,6 +136,44 @@ class UnsplitSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class MixAutotuneSpec:
+    """Fused mix-order kernels (a norm's backward fused with its weight gradient) of ``rows`` and reduction
+    length ``cols`` (inclusive measured spans) whose split Inductor's own split-size autotuner chooses
+    (``triton.mix_order_reduction_autotune_split_size``) instead of its SM-count formula.  A config rule
+    that matches the kernel comes first; everything else about the kernel stays Inductor's."""
+
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+    element_size: int
+    # Also Inductor's multi-stage mix-order loop (``triton.mix_order_reduction_allow_multi_stages``: off in
+    # torch 2.11, on from 2.13).
+    multi_stages: bool = False
+    # The smallest split the autotuner may try (None: Inductor's own floor, 8).  It times the fused kernel
+    # alone, not the reduction of the partial sums that follows, which reads about 1/split of what the fused
+    # kernel reads; on the H200 every probe move from 16 to 8 read below 1, four of six beyond noise (docs/rules.md,
+    # stop 38).
+    min_split: int | None = None
+    # Inductor's own split is left only for one the autotuner timed faster by more than this fraction (None: any
+    # faster one, as Inductor does): its timing of the fused kernel alone misjudged gains of a few per cent.
+    margin: float | None = None
+    # Only splits above Inductor's own: a larger split leaves fewer partial sums to reduce, so a fused kernel
+    # timed faster at a larger split is faster end to end as well.
+    up_only: bool = False
+    # (signature, envelope) of every kernel the evidence measured, as launch rules name them; empty: any.
+    kernels: tuple[tuple[str, str], ...] = ()
+    evidence: Evidence = Evidence()
+
+    def describe(self) -> str:
+        stages = " with multi-stage loops" if self.multi_stages else ""
+        floor = f" from {self.min_split}" if self.min_split else ""
+        floor += " up from Inductor's" if self.up_only else ""
+        floor += f", leaving Inductor's for {100 * self.margin:.0f} % faster" if self.margin else ""
+        which = f" for {len(self.kernels)} kernel(s)" if self.kernels else ""
+        sizes = f"rows {self.rows[0]}..{self.rows[1]} r={self.cols[0]}..{self.cols[1]}"
+        return f"mix_order elem={self.element_size}B {sizes}{which}: Inductor autotunes the split{floor}{stages}"
+
+
+@dataclasses.dataclass(frozen=True)
 class Heuristics:
     gpu: GpuSpec
     rules: tuple[RuleSpec, ...]
@@ -143,6 +181,7 @@ class Heuristics:
     holdout: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     not_covered: tuple[str, ...] = ()
     unsplit: tuple[UnsplitSpec, ...] = ()
+    mix_autotune: tuple[MixAutotuneSpec, ...] = ()
 
     def lookup(self, kind: str, element_size: int | None, rnumel: int, xnumel: int,
                reductions: str | None = None, envelope: str | None = None) -> RuleSpec | None:
@@ -167,6 +206,8 @@ class Heuristics:
         parts = [dataclasses.asdict(self.gpu), [rule_dict(r) for r in self.rules]]
         if self.unsplit:  # files without unsplit rules keep the digests they had before such rules existed
             parts.append([unsplit_dict(u) for u in self.unsplit])
+        if self.mix_autotune:  # likewise for files without split-autotune entries
+            parts.append({"mix_autotune": [mix_autotune_dict(m) for m in self.mix_autotune]})
         body = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
@@ -204,6 +245,23 @@ def unsplit_dict(spec: UnsplitSpec) -> dict[str, Any]:
         out.update(element_size=spec.element_size, config=config_dict(spec.config))
         if spec.kernels:
             out["kernels"] = [{"reductions": sig, "envelope": env} for sig, env in spec.kernels]
+    out["evidence"] = _evidence_dict(spec.evidence)
+    return out
+
+
+def mix_autotune_dict(spec: MixAutotuneSpec) -> dict[str, Any]:
+    """A split-autotune entry as the file spells it (the digest hashes this)."""
+    out: dict[str, Any] = {"rows": list(spec.rows), "cols": list(spec.cols), "element_size": spec.element_size}
+    if spec.multi_stages:
+        out["multi_stages"] = True
+    if spec.min_split is not None:
+        out["min_split"] = spec.min_split
+    if spec.margin is not None:
+        out["margin"] = spec.margin
+    if spec.up_only:
+        out["up_only"] = True
+    if spec.kernels:
+        out["kernels"] = [{"reductions": sig, "envelope": env} for sig, env in spec.kernels]
     out["evidence"] = _evidence_dict(spec.evidence)
     return out
 

@@ -1,0 +1,105 @@
+"""Fused mix-order kernels whose split Inductor's own autotuner picks: a heuristic file's ``mix_autotune``.
+
+A fixed split and config for a norm's fused backward, fitted where studies found them, lost beyond noise at 38 %
+of the further shapes of its size group it was timed at (docs/rules.md, stop 37): the best split moves with
+the rows in ways no row band captured.  Inductor can time split sizes itself while it compiles
+(``triton.mix_order_reduction_autotune_split_size``: from its SM-count formula's split it halves and doubles
+while the kernel gets faster, ``CoordescTuner.autotune_single_field``).  An entry switches that on for the
+kernels inside the spans its evidence measured.  The lookup is torch_rules' own, so an entry keys on what a
+config rule keys on; a split that fails to compile while Inductor times it is never chosen.
+
+Inductor times the fused kernel alone, not the reduction of its partial sums that follows (rows / split of
+them), so left free it picks near-ties and loses end to end (down to 0.47x on an H200, stop 38): the entry's
+``min_split``, ``up_only`` and ``margin`` bound where it may go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from typing import Iterator
+
+from . import torch_rules
+
+log = logging.getLogger(__name__)
+
+AUTOTUNE_SPLIT = "triton.mix_order_reduction_autotune_split_size"
+MULTI_STAGES = "triton.mix_order_reduction_allow_multi_stages"
+
+
+def lookup_table(specs, gpu: str, capability: int, sm_count: int) -> torch_rules.Table:
+    """The entries as mix_order rules for ``torch_rules.mix_order_split_size``, each rule's RSPLIT_SIZE holding
+    its entry's index + 1 (the config fields are unused: no config of these rules is ever forced)."""
+    rules = []
+    for index, spec in enumerate(specs, start=1):
+        rnumel = (torch_rules.next_pow2(spec.cols[0]), torch_rules.next_pow2(spec.cols[1]))
+        xnumel = (torch_rules.next_pow2(spec.rows[0]), torch_rules.next_pow2(spec.rows[1]))
+        for signature, envelope in spec.kernels or ((None, None),):
+            rules.append(torch_rules.Rule(
+                kind="mix_order", element_size=spec.element_size, rnumel=rnumel, xnumel=xnumel, persistent=True,
+                XBLOCK=1, num_warps=1, RSPLIT_SIZE=index, reductions=signature,
+                envelopes=(envelope,) if envelope else (), rows=tuple(spec.rows), cols=tuple(spec.cols)))
+    return torch_rules.Table(gpu, capability, sm_count, tuple(rules))
+
+
+def entry_for(node, numel, rnumel, installed):
+    """The entry covering the fused kernel of ``node`` (``torch_rules.mix_order_split_size``'s arguments), or
+    None; ``installed`` is (lookup table, entries) as ``registry.installed_mix_autotune`` keeps them."""
+    if installed is None:
+        return None
+    table, specs = installed
+    index = torch_rules.mix_order_split_size(node, numel, rnumel, table)
+    return None if index is None else specs[index - 1]
+
+
+@contextlib.contextmanager
+def split_autotuned(spec, kernel: str, timings: dict) -> Iterator[None]:
+    """Inside the block Inductor times split sizes (of at least the entry's ``min_split``, and above its own
+    where the entry says ``up_only``) for the mix-order kernel it generates, and, where the entry says so, uses multi-stage loops.  It leaves its own split only
+    for one faster by more than the entry's ``margin``.  ``timings`` receives what it timed (split: ms) and the
+    split it kept (key ``"kept"``); a split that failed is noted with its error.  A candidate split whose kernel fails to build or run counts as infinitely
+    slow, so the autotuner keeps a split that works, and one WARNING line names the entry, the kernel and the
+    splits that failed."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.runtime.coordinate_descent_tuner import CoordescTuner
+
+    original = CoordescTuner.__dict__["autotune_single_field"]
+
+    def guarded(fn, init_val, min_val=None, max_val=None):
+        floor = max(spec.min_split or 1, init_val if spec.up_only else 1)
+        start = max(init_val, floor)
+        failed: dict = {}
+
+        def timed(split):
+            try:
+                ms = fn(split)
+            except Exception as exc:  # Inductor would fail the compile; the entry must not
+                failed[split] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                timings[split] = f"failed ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})"
+                return math.inf
+            timings[split] = ms
+            # Every split but Inductor's own carries the margin, so only leaving Inductor's split needs to clear it.
+            return ms if split == start else ms * (1 + (spec.margin or 0))
+
+        chosen = original.__func__(timed, start, max(min_val or 1, floor), max_val)
+        timings["kept"] = chosen
+        if failed:
+            log.warning("inductor_tune: splits %s of %s failed while Inductor timed them (%s); split %s kept (%s)",
+                        sorted(failed), kernel, next(iter(failed.values())), chosen, spec.describe())
+        return chosen
+
+    patch = {AUTOTUNE_SPLIT: True, **({MULTI_STAGES: True} if spec.multi_stages else {})}
+    CoordescTuner.autotune_single_field = staticmethod(guarded)
+    try:
+        with inductor_config.patch(patch):
+            yield
+    finally:
+        CoordescTuner.autotune_single_field = original
+
+
+def describe_timings(timings: dict) -> str:
+    kept = timings.get("kept")
+    timed = " ".join(f"{split}:{ms:.4f}" if isinstance(ms, float) else f"{split}:{ms}"
+                     for split, ms in sorted((k, v) for k, v in timings.items() if k != "kept"))
+    return f"split {kept} kept (ms by split: {timed or 'none timed'})"

@@ -1,0 +1,187 @@
+"""Split-autotune entries (``mix_autotune``): what a file may say, which kernels an entry covers, and how the
+guarded autotuner moves (CPU, with Inductor's own ``CoordescTuner`` and a stand-in for its timing; the real
+compile is tests/test_gpu_heuristics.py)."""
+
+import dataclasses
+import os
+
+import distill_fixtures as fx
+import pytest
+import yaml
+
+from inductor_tune import heuristics, patch
+from inductor_tune.heuristics import HeuristicsError, MixAutotuneSpec
+from inductor_tune.runtime import mix_autotune
+
+H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
+S36 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s36.yaml")
+PROBES = os.path.join(fx.ROOT, "experiments", "mixtune")
+ENTRY = MixAutotuneSpec((8192, 211467), (243, 16384), 2, min_split=16, margin=0.05, up_only=True)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return heuristics.load(H200_FILE)
+
+
+@pytest.fixture(scope="module")
+def base(shipped):
+    return dataclasses.replace(shipped, rules=(), unsplit=(), provenance={}, holdout={})
+
+
+def _write(tmp_path, heur, edit=None):
+    doc = yaml.safe_load(heuristics.to_yaml(heur))
+    if edit:
+        edit(doc)
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_files_without_entries_keep_their_digests_and_entries_round_trip(tmp_path, base):
+    # c02e7971, the file shipped at stop 36, written before entries existed
+    assert heuristics.load(S36).digest() == "c02e7971f647108a"
+    with_entry = dataclasses.replace(base, mix_autotune=(ENTRY,))
+    back = heuristics.load(_write(tmp_path, with_entry))
+    assert back.mix_autotune == (ENTRY,) and back.digest() == with_entry.digest() != base.digest()
+    # Each probe that ran is a different file: its records name the digest it ran with.
+    digests = {heuristics.load(os.path.join(PROBES, name)).digest() for name in os.listdir(PROBES)
+               if name.startswith("probe-")}
+    assert len(digests) == len([n for n in os.listdir(PROBES) if n.startswith("probe-")]) == 6
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"rows": [300, 200]}, "low <= high"),
+    ({"element_size": 3}, "element_size 3"),
+    ({"min_split": 24}, "power of two"),
+    ({"min_split": True}, "power of two"),
+    ({"margin": 1.5}, "fraction from 0 to 1"),
+    ({"margin": "5%"}, "fraction from 0 to 1"),
+    ({"up_only": "yes"}, "true or false"),
+    ({"split": 64}, "mapping of rows, cols, element_size"),
+    ({"kernels": [{"reductions": "sum;import os", "envelope": "x"}]}, "non-empty list of"),
+])
+def test_a_bad_entry_is_one_line(tmp_path, base, change, why):
+    entry = {"rows": [8192, 211467], "cols": [243, 16384], "element_size": 2, **change}
+    with pytest.raises(HeuristicsError, match=why) as info:
+        heuristics.load(_write(tmp_path, base, lambda doc: doc.update(mix_autotune=[entry])))
+    assert "\n" not in str(info.value)
+
+
+def test_overlapping_entries_for_the_same_kernels_are_refused(tmp_path, base):
+    entries = [{"rows": [8192, 65536], "cols": [243, 4096], "element_size": 2},
+               {"rows": [32768, 211467], "cols": [1024, 16384], "element_size": 2}]
+    with pytest.raises(HeuristicsError, match=r"overlaps mix_autotune\[0\]"):
+        heuristics.load(_write(tmp_path, base, lambda doc: doc.update(mix_autotune=entries)))
+    entries[1]["element_size"] = 4  # other kernels: allowed
+    assert len(heuristics.load(_write(tmp_path, base, lambda doc: doc.update(mix_autotune=entries))).mix_autotune) == 2
+
+
+def test_an_entry_covers_the_measured_spans_and_kernels_alone():
+    sig, env = "sum@backward", "row_reads=2,row_writes=1,other_reads=1,other_writes=1,row_bytes=4,ops=load:3"
+    entry = dataclasses.replace(ENTRY, kernels=((sig, env),))
+    table = mix_autotune.lookup_table((ENTRY, entry), "GPU", 90, 132)
+    (any_kernel, named) = table.rules
+    assert (any_kernel.reductions, any_kernel.envelopes, named.reductions, named.envelopes) == (None, (), sig, (env,))
+    assert (named.rows, named.cols, named.rnumel, named.xnumel) == ((8192, 211467), (243, 16384), (256, 16384),
+                                                                     (8192, 262144))
+    # torch_rules' own lookup finds the entry by its index in RSPLIT_SIZE.
+    from inductor_tune.runtime import torch_rules
+
+    assert torch_rules.lookup("mix_order", 2, 256, 8192, table, "max", "other", 8192, 243).RSPLIT_SIZE == 1
+    assert torch_rules.lookup("mix_order", 2, 256, 8192, table, "max", "other", 8191, 243) is None
+
+
+def test_a_patch_is_refused_for_a_file_with_entries(base):
+    with pytest.raises(patch.PatchError, match="split-autotune entries"):
+        patch.check_data(dataclasses.replace(base, mix_autotune=(ENTRY,)))
+
+
+class _Timing:
+    """Stands in for Inductor's timing of one split of the fused kernel (ms by split; a text raises)."""
+
+    def __init__(self, times):
+        self.times, self.asked = times, []
+
+    def __call__(self, split):
+        self.asked.append(split)
+        value = self.times.get(split, 1.0)
+        if isinstance(value, str):
+            raise RuntimeError(value)
+        return value
+
+
+def _autotune(spec, times, start=32):
+    pytest.importorskip("torch")
+    from torch._inductor.runtime.coordinate_descent_tuner import CoordescTuner
+
+    timing, noted, original = _Timing(times), {}, CoordescTuner.__dict__["autotune_single_field"]
+    with mix_autotune.split_autotuned(spec, "x=35678 r=929", noted):
+        kept = CoordescTuner.autotune_single_field(timing, start, 8)  # as simd.py calls it
+    assert CoordescTuner.__dict__["autotune_single_field"] is original  # Inductor's own again after the block
+    return kept, timing.asked, noted
+
+
+def test_inductors_own_autotuner_moves_for_any_gain_and_the_floor_margin_and_direction_hold_it():
+    # nn_layernorm_bwd 35678x929 on the H200 (stop 38): Inductor's split 32; 16 timed 0.1003 ms, 32 0.1133, 64 0.1117.
+    times = {8: 0.1200, 16: 0.1003, 32: 0.1133, 64: 0.1117, 128: 0.1300}
+    assert _autotune(MixAutotuneSpec((1, 2), (1, 2), 2), times)[0] == 16  # what Inductor does: down, a loss
+    assert _autotune(MixAutotuneSpec((1, 2), (1, 2), 2, up_only=True), times)[0] == 64  # 1.4 % faster: moves
+    kept, asked, noted = _autotune(ENTRY, times)
+    assert kept == 32 and 16 not in asked and 8 not in asked  # up only, and 64 is not 5 % faster
+    assert noted["kept"] == 32 and mix_autotune.describe_timings(noted).startswith("split 32 kept (ms by split: 32:")
+    # 50231x2707: 64 and 128 are far faster; the autotuner climbs past the margin and stops where it stops gaining.
+    assert _autotune(ENTRY, {32: 0.5434, 64: 0.4077, 128: 0.3401, 256: 0.36})[0] == 128
+
+
+def test_a_split_that_fails_while_timed_is_never_kept_and_warns_once(caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="inductor_tune"):
+        kept, _, noted = _autotune(ENTRY, {32: 0.5, 64: 0.3, 128: "out of resource: shared memory"})
+    assert kept == 64 and noted[128].startswith("failed (RuntimeError: out of resource")
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "[128]" in warning and "x=35678 r=929" in warning and "split 64 kept" in warning
+    # Every split failing leaves Inductor's own, which is what Inductor would compile.
+    assert _autotune(ENTRY, {32: "boom", 64: "boom"})[0] == 32
+
+
+def _rms_backward(x, w, dy, rstd):
+    """RMSNorm's dx and dw as a forward function (autograd on fake CUDA tensors is not available on CPU)."""
+    xf, dyf = x.float(), dy.float()
+    wdy = dyf * w
+    dx = rstd * (wdy - xf * rstd * rstd * (wdy * xf).mean(-1, keepdim=True))
+    return dx.to(x.dtype), (dyf * xf * rstd).sum(0)
+
+
+def test_the_hook_lets_inductor_time_the_split_of_a_covered_fused_kernel_on_the_cpu_harness(base):
+    """On the CPU harness Inductor cannot time anything: every split fails while timed, the entry keeps
+    Inductor's own split (16 at 32768 rows on 132 SMs), the compile goes on, and the note says so."""
+    torch = pytest.importorskip("torch")
+    import torch._inductor.config as inductor_config
+    from torch._inductor.codegen.simd import SIMDScheduling
+
+    from inductor_tune import cpu_codegen
+    from inductor_tune.runtime import hook, registry
+
+    heur = dataclasses.replace(base, mix_autotune=(dataclasses.replace(ENTRY, rows=(8192, 65536)),))
+    table = heur.table()
+    lookup = mix_autotune.lookup_table(heur.mix_autotune, table.gpu, table.capability, table.sm_count)
+    old_class, original = inductor_config.inductor_choices_class, SIMDScheduling._codegen_mix_order_reduction
+    registry.set_installed(table, heur.digest(), (lookup, heur.mix_autotune))
+    inductor_config.inductor_choices_class = hook.InductorTuneChoices
+    SIMDScheduling._codegen_mix_order_reduction = hook.mix_split_wrapper(original)
+    hook.drop_cached_choices()
+    mark = len(registry.applied_rules())
+    try:
+        inputs = [((32768, 2048), torch.bfloat16), ((2048,), torch.float32), ((32768, 2048), torch.bfloat16),
+                  ((32768, 1), torch.float32)]
+        sources = cpu_codegen.generate_sources(_rms_backward, inputs)
+    finally:
+        registry.set_installed(None, None)
+        inductor_config.inductor_choices_class = old_class
+        SIMDScheduling._codegen_mix_order_reduction = original
+        hook.drop_cached_choices()
+    (note,) = registry.applied_rules()[mark:]
+    assert "Inductor autotunes the split" in note and "x=32768 r=2048: split 16 kept" in note and "16:failed" in note
+    assert "'RSPLIT_SIZE': 16" in "".join(sources)
