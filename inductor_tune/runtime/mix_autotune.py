@@ -55,12 +55,12 @@ def entry_for(node, numel, rnumel, installed):
 
 @contextlib.contextmanager
 def split_autotuned(spec, kernel: str, timings: dict) -> Iterator[None]:
-    """Inside the block Inductor times split sizes (of at least the entry's ``min_split``, and above its own
-    where the entry says ``up_only``) for the mix-order kernel it generates, and, where the entry says so, uses multi-stage loops.  It leaves its own split only
-    for one faster by more than the entry's ``margin``.  ``timings`` receives what it timed (split: ms) and the
-    split it kept (key ``"kept"``); a split that failed is noted with its error.  A candidate split whose kernel fails to build or run counts as infinitely
-    slow, so the autotuner keeps a split that works, and one WARNING line names the entry, the kernel and the
-    splits that failed."""
+    """Inside the block Inductor times split sizes for the mix-order kernel it generates: from the entry's
+    ``min_split`` (and only above its own split where the entry says ``up_only``), leaving its own split only for
+    one faster by more than the entry's ``margin``, with multi-stage loops where the entry says so.  ``timings``
+    receives what it timed (split: ms, or the error of a split that failed) and the split it kept (key
+    ``"kept"``).  A split whose kernel fails to build or run counts as infinitely slow, so the autotuner keeps a
+    split that works, and one WARNING line names the entry, the kernel and the splits that failed."""
     import torch._inductor.config as inductor_config
     from torch._inductor.runtime.coordinate_descent_tuner import CoordescTuner
 
