@@ -74,10 +74,6 @@ def check_data(heur: Heuristics) -> None:
     problem = gpu_problem(heur.gpu)
     if problem:
         raise PatchError(f"the heuristics' gpu {problem}; refusing to write a patch")
-    if heur.mix_autotune:
-        # A patch that left them out would make the patched torch differ from `install` on the same file.
-        raise PatchError(f"the heuristics have {len(heur.mix_autotune)} split-autotune entries (mix_autotune), which "
-                         "only `inductor_tune.install` applies; refusing to write a patch without them")
     for rule in heur.rules:
         if rule.reductions is not None and not _is_signature(rule.reductions):
             raise PatchError(f"rule reductions {rule.reductions!r} is not a reduction signature; refusing to write a patch")
@@ -150,6 +146,7 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
         f"(sm{int(heur.gpu.cc)}, {int(heur.gpu.sm_count)} SMs).\n\n"
         f"Measured with {_plain(heur.gpu.fingerprint)}; patched into torch {_plain(torch_version_text)}.\n"
         f"Studies: {_plain(databases)}.\n"
+        f"{_not_carried(heur)}"
         "On any other GPU every lookup returns None and Inductor keeps its own heuristics.\n"
         '"""\n\n'
     )
@@ -157,6 +154,15 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
     module = header + body.replace(placeholder, "\n".join(lines))
     _check_module(module, source)
     return module
+
+
+def _not_carried(heur: Heuristics) -> str:
+    """A line saying what of the file the patch leaves out, or ''.  The split-autotune entries (``mix_autotune``)
+    need a hook around Inductor's split autotuner that the patched sources do not have yet; without them the patched
+    torch keeps Inductor's own split there, as ``install`` does outside the entries."""
+    count = len(heur.mix_autotune)
+    return (f"Not in this patch: the file's {count} split-autotune entries (mix_autotune); inductor_tune.install "
+            "applies them, and here Inductor keeps its own split for those kernels.\n") if count else ""
 
 
 def _plain(text: str) -> str:
@@ -247,7 +253,8 @@ def generate(heur: Heuristics, torch_root: str | None = None) -> tuple[str, str]
         f"(sm{heur.gpu.cc}, {heur.gpu.sm_count} SMs) against torch {_plain(version)}.\n"
         f"Rules measured with {_plain(heur.gpu.fingerprint)}; {len(heur.table().rules)} config rules.\n"
         "Apply in the folder that holds torch/: git apply --check <this file> && git apply <this file>\n"
-        "(or patch -p1 < <this file>).  Other GPUs keep Inductor's behaviour.\n\n"
+        "(or patch -p1 < <this file>).  Other GPUs keep Inductor's behaviour.\n"
+        f"{_not_carried(heur)}\n"
     )
     diffs = [_diff(path, None, text) for path, text in new_files.items()]
     diffs += [_diff(path, sources[path], patched[path]) for path in sorted(sources)]

@@ -92,9 +92,14 @@ def test_an_entry_covers_the_measured_spans_and_kernels_alone():
     assert torch_rules.lookup("mix_order", 2, 256, 8192, table, "max", "other", 8191, 243) is None
 
 
-def test_a_patch_is_refused_for_a_file_with_entries(base):
-    with pytest.raises(patch.PatchError, match="split-autotune entries"):
-        patch.check_data(dataclasses.replace(base, mix_autotune=(ENTRY,)))
+def test_a_patch_says_it_leaves_the_entries_out(shipped):
+    pytest.importorskip("torch")
+    import torch
+
+    with_entry = dataclasses.replace(shipped, mix_autotune=(ENTRY,))
+    module = patch.rules_module(with_entry, torch.__version__)
+    assert "Not in this patch: the file's 1 split-autotune entries (mix_autotune)" in module
+    assert "Not in this patch" not in patch.rules_module(dataclasses.replace(shipped, mix_autotune=()), torch.__version__)
 
 
 class _Timing:
