@@ -2,8 +2,8 @@
 
 One entry per fused kernel (reduction signature and envelope) that `validate experiments/mixtune/probe-up-m5.yaml` touched
 on the training suites, over the rows and N that kernel was timed at, with the probe's bounds (from split 16, up from
-Inductor's own split only, 5 % margin). The evidence is the probe's own ratios to Inductor's default there. Nothing of
-a held-out draw is read.
+Inductor's own split only, 5 % margin). The evidence is the probe's own ratios to Inductor's default there. A kernel
+with a problem that lost beyond `validate`'s 1.5 % floor in every round gets no entry. Nothing of a held-out draw is read.
 
 Usage: python3 experiments/mixtune/candidate.py BASE.yaml PROBE.yaml OUT.yaml VALIDATION.sqlite [...]
 """
@@ -21,7 +21,7 @@ from inductor_tune.runtime.rules import Evidence
 
 
 def touched(paths):
-    """(signature, envelope) -> [(kernel, rows, cols, ratio of medians, lowest round ratio)] of the probe's records."""
+    """(signature, envelope) -> [(kernel, rows, cols, ratio of medians, highest round ratio)] of the probe's records."""
     out = collections.defaultdict(list)
     for path in paths:
         with sqlite3.connect(path) as db:
@@ -32,12 +32,12 @@ def touched(paths):
                 times = data["times"]
                 default, rules = times["inductor_default"], times["heuristics"]
                 ratio = _median(default) / _median(rules)
-                lowest = min(d / h for d, h in zip(default, rules))
+                highest = max(d / h for d, h in zip(default, rules))
                 for slot in data["slots"]:
                     if slot.get("mix_order"):
                         key = (torch_rules.kernel_signature(slot["reductions"].split("+"), slot["backward"]),
                                slot["envelope"])
-                        out[key].append((kernel, rows, cols, ratio, lowest))
+                        out[key].append((kernel, rows, cols, ratio, highest))
     return out
 
 
@@ -47,9 +47,16 @@ def _median(values):
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
+NOISE_FLOOR = 0.015  # validate's floor: a problem slower than this in every round lost
+
+
 def entries(probe, groups):
     out = []
     for (signature, envelope), points in sorted(groups.items()):
+        lost = [f"{k} {r}x{n}" for k, r, n, _, highest in points if highest < 1 - NOISE_FLOOR]
+        if lost:
+            print(f"no entry for {signature} {envelope}: lost at {', '.join(lost)}")
+            continue
         ratios = [p[3] for p in points]
         shapes = tuple(f"{k} {r}x{n} bf16" for k, r, n, _, _ in sorted(points))
         evidence = Evidence(
