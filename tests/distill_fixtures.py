@@ -164,6 +164,20 @@ def relaxed_heuristics() -> Heuristics:
     return Heuristics(gpu, tuple(rules), provenance={"databases": list(fixture_dbs())})
 
 
+def write_heuristics(tmp_path, heur: Heuristics, edit=None) -> str:
+    """``heur`` written as YAML under ``tmp_path`` (``edit`` may change the parsed document first); its path."""
+    import yaml
+
+    from inductor_tune import heuristics
+
+    doc = yaml.safe_load(heuristics.to_yaml(heur))
+    if edit:
+        edit(doc)
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
 def with_rules(heur: Heuristics, *rules: RuleSpec) -> Heuristics:
     return dataclasses.replace(heur, rules=tuple(rules))
 

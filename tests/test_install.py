@@ -48,9 +48,9 @@ def _h200() -> heuristics.Heuristics:
     return heuristics.load(H200_FILE)
 
 
-def _heur(*rules: RuleSpec) -> heuristics.Heuristics:
-    """h200.yaml's GPU with the given rules only."""
-    return dataclasses.replace(_h200(), rules=rules)
+def _heur(*rules: RuleSpec, mix_autotune=()) -> heuristics.Heuristics:
+    """h200.yaml's GPU with the given rules (and split-autotune entries) only."""
+    return dataclasses.replace(_h200(), rules=rules, mix_autotune=mix_autotune)
 
 
 @pytest.fixture
@@ -175,6 +175,19 @@ def test_install_sets_the_mix_order_split_and_config_together(device):
     assert _workspace_rows(src) == 32768 // MIX_2048.RSPLIT_SIZE  # the split the rule chose at codegen
     (src,) = cpu_codegen.generate_sources(_rms_backward, RMS_BWD_INPUTS)
     assert _workspace_rows(src) == 32768 // 16 and not FIXED.findall(src)  # Inductor's own split, 16
+
+
+def test_a_split_autotune_entry_lets_inductor_time_the_split_and_keeps_it_when_timing_fails(device):
+    """On the CPU harness Inductor cannot time anything: every split fails while timed, the entry keeps
+    Inductor's own split (16 at 32768 rows on 132 SMs), the compile goes on, and the note says so."""
+    device.props = H200
+    entry = heuristics.MixAutotuneSpec((8192, 65536), (243, 16384), 2, min_split=16, margin=0.05, up_only=True)
+    mark = len(registry.applied_rules())
+    with inductor_tune.install(_heur(mix_autotune=(entry,))):
+        (src,) = cpu_codegen.generate_sources(_rms_backward, RMS_BWD_INPUTS)
+    (note,) = registry.applied_rules()[mark:]
+    assert "Inductor autotunes the split" in note and "x=32768 r=2048: split 16 kept" in note and "16:failed" in note
+    assert "'RSPLIT_SIZE': 16" in src
 
 
 def test_a_backward_rule_reaches_the_backward_graphs_kernel_only(device):

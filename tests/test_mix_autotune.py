@@ -1,13 +1,12 @@
 """Split-autotune entries (``mix_autotune``): what a file may say, which kernels an entry covers, and how the
-guarded autotuner moves (CPU, with Inductor's own ``CoordescTuner`` and a stand-in for its timing; the real
-compile is tests/test_gpu_heuristics.py)."""
+guarded autotuner moves (CPU, with Inductor's own ``CoordescTuner`` and a stand-in for its timing; the hook on the
+CPU harness is tests/test_install.py, the real compile tests/test_gpu_heuristics.py)."""
 
 import dataclasses
 import os
 
 import distill_fixtures as fx
 import pytest
-import yaml
 
 from inductor_tune import heuristics, patch
 from inductor_tune.heuristics import HeuristicsError, MixAutotuneSpec
@@ -29,20 +28,11 @@ def base(shipped):
     return dataclasses.replace(shipped, rules=(), unsplit=(), provenance={}, holdout={})
 
 
-def _write(tmp_path, heur, edit=None):
-    doc = yaml.safe_load(heuristics.to_yaml(heur))
-    if edit:
-        edit(doc)
-    path = tmp_path / "h.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
-
-
 def test_files_without_entries_keep_their_digests_and_entries_round_trip(tmp_path, base):
     # c02e7971, the file shipped at stop 36, written before entries existed
     assert heuristics.load(S36).digest() == "c02e7971f647108a"
     with_entry = dataclasses.replace(base, mix_autotune=(ENTRY,))
-    back = heuristics.load(_write(tmp_path, with_entry))
+    back = heuristics.load(fx.write_heuristics(tmp_path, with_entry))
     assert back.mix_autotune == (ENTRY,) and back.digest() == with_entry.digest() != base.digest()
     # Each probe that ran is a different file: its records name the digest it ran with.
     digests = {heuristics.load(os.path.join(PROBES, name)).digest() for name in os.listdir(PROBES)
@@ -64,7 +54,7 @@ def test_files_without_entries_keep_their_digests_and_entries_round_trip(tmp_pat
 def test_a_bad_entry_is_one_line(tmp_path, base, change, why):
     entry = {"rows": [8192, 211467], "cols": [243, 16384], "element_size": 2, **change}
     with pytest.raises(HeuristicsError, match=why) as info:
-        heuristics.load(_write(tmp_path, base, lambda doc: doc.update(mix_autotune=[entry])))
+        heuristics.load(fx.write_heuristics(tmp_path, base, lambda doc: doc.update(mix_autotune=[entry])))
     assert "\n" not in str(info.value)
 
 
@@ -72,9 +62,9 @@ def test_overlapping_entries_for_the_same_kernels_are_refused(tmp_path, base):
     entries = [{"rows": [8192, 65536], "cols": [243, 4096], "element_size": 2},
                {"rows": [32768, 211467], "cols": [1024, 16384], "element_size": 2}]
     with pytest.raises(HeuristicsError, match=r"overlaps mix_autotune\[0\]"):
-        heuristics.load(_write(tmp_path, base, lambda doc: doc.update(mix_autotune=entries)))
+        heuristics.load(fx.write_heuristics(tmp_path, base, lambda doc: doc.update(mix_autotune=entries)))
     entries[1]["element_size"] = 4  # other kernels: allowed
-    assert len(heuristics.load(_write(tmp_path, base, lambda doc: doc.update(mix_autotune=entries))).mix_autotune) == 2
+    assert len(heuristics.load(fx.write_heuristics(tmp_path, base, lambda doc: doc.update(mix_autotune=entries))).mix_autotune) == 2
 
 
 def test_an_entry_covers_the_measured_spans_and_kernels_alone():
@@ -150,43 +140,3 @@ def test_a_split_that_fails_while_timed_is_never_kept_and_warns_once(caplog):
     # Every split failing leaves Inductor's own, which is what Inductor would compile.
     assert _autotune(ENTRY, {32: "boom", 64: "boom"})[0] == 32
 
-
-def _rms_backward(x, w, dy, rstd):
-    """RMSNorm's dx and dw as a forward function (autograd on fake CUDA tensors is not available on CPU)."""
-    xf, dyf = x.float(), dy.float()
-    wdy = dyf * w
-    dx = rstd * (wdy - xf * rstd * rstd * (wdy * xf).mean(-1, keepdim=True))
-    return dx.to(x.dtype), (dyf * xf * rstd).sum(0)
-
-
-def test_the_hook_lets_inductor_time_the_split_of_a_covered_fused_kernel_on_the_cpu_harness(base):
-    """On the CPU harness Inductor cannot time anything: every split fails while timed, the entry keeps
-    Inductor's own split (16 at 32768 rows on 132 SMs), the compile goes on, and the note says so."""
-    torch = pytest.importorskip("torch")
-    import torch._inductor.config as inductor_config
-    from torch._inductor.codegen.simd import SIMDScheduling
-
-    from inductor_tune import cpu_codegen
-    from inductor_tune.runtime import hook, registry
-
-    heur = dataclasses.replace(base, mix_autotune=(dataclasses.replace(ENTRY, rows=(8192, 65536)),))
-    table = heur.table()
-    lookup = mix_autotune.lookup_table(heur.mix_autotune, table.gpu, table.capability, table.sm_count)
-    old_class, original = inductor_config.inductor_choices_class, SIMDScheduling._codegen_mix_order_reduction
-    registry.set_installed(table, heur.digest(), (lookup, heur.mix_autotune))
-    inductor_config.inductor_choices_class = hook.InductorTuneChoices
-    SIMDScheduling._codegen_mix_order_reduction = hook.mix_split_wrapper(original)
-    hook.drop_cached_choices()
-    mark = len(registry.applied_rules())
-    try:
-        inputs = [((32768, 2048), torch.bfloat16), ((2048,), torch.float32), ((32768, 2048), torch.bfloat16),
-                  ((32768, 1), torch.float32)]
-        sources = cpu_codegen.generate_sources(_rms_backward, inputs)
-    finally:
-        registry.set_installed(None, None)
-        inductor_config.inductor_choices_class = old_class
-        SIMDScheduling._codegen_mix_order_reduction = original
-        hook.drop_cached_choices()
-    (note,) = registry.applied_rules()[mark:]
-    assert "Inductor autotunes the split" in note and "x=32768 r=2048: split 16 kept" in note and "16:failed" in note
-    assert "'RSPLIT_SIZE': 16" in "".join(sources)

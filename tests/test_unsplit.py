@@ -7,7 +7,6 @@ import types
 
 import distill_fixtures as fx
 import pytest
-import yaml
 
 from inductor_tune import heuristics, patch, unsplit
 from inductor_tune.heuristics import HeuristicsError
@@ -25,19 +24,10 @@ def base():
     return dataclasses.replace(heuristics.load(H200_FILE), unsplit=())
 
 
-def _write(tmp_path, heur, edit=None):
-    doc = yaml.safe_load(heuristics.to_yaml(heur))
-    if edit:
-        edit(doc)
-    path = tmp_path / "h.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
-
-
 def test_a_file_without_unsplit_rules_keeps_its_digest_and_one_with_them_round_trips(tmp_path, base):
     assert heuristics.load(SETTLE).digest() == "0c06dfb3812f0277"  # shipped at stop 31, before unsplit rules
     with_rule = dataclasses.replace(base, unsplit=(UnsplitSpec((64, 124), (8717, 16192)),))
-    back = heuristics.load(_write(tmp_path, with_rule))
+    back = heuristics.load(fx.write_heuristics(tmp_path, with_rule))
     assert back.unsplit == with_rule.unsplit and back.digest() == with_rule.digest() != base.digest()
     assert back.table().unsplit == (torch_rules.UnsplitRule((64, 124), (8717, 16192)),)
 
@@ -50,7 +40,7 @@ def test_a_file_without_unsplit_rules_keeps_its_digest_and_one_with_them_round_t
     ({"rows": "64..124", "cols": [8717, 16192]}, "must be list"),
 ])
 def test_a_bad_unsplit_entry_is_one_line(tmp_path, base, entry, why):
-    path = _write(tmp_path, base, lambda doc: doc.update(unsplit=[entry]))
+    path = fx.write_heuristics(tmp_path, base, lambda doc: doc.update(unsplit=[entry]))
     with pytest.raises(HeuristicsError, match=why):
         heuristics.load(path)
 
@@ -58,7 +48,7 @@ def test_a_bad_unsplit_entry_is_one_line(tmp_path, base, entry, why):
 def test_overlapping_unsplit_rules_are_refused(tmp_path, base):
     entries = [{"rows": [64, 124], "cols": [8717, 16192]}, {"rows": [100, 200], "cols": [9000, 9100]}]
     with pytest.raises(HeuristicsError, match=r"overlaps unsplit\[0\]"):
-        heuristics.load(_write(tmp_path, base, lambda doc: doc.update(unsplit=entries)))
+        heuristics.load(fx.write_heuristics(tmp_path, base, lambda doc: doc.update(unsplit=entries)))
 
 
 # -- the hook ----------------------------------------------------------------------------------------
@@ -200,7 +190,7 @@ def test_a_config_of_the_one_kernel_round_trips_and_is_looked_up_first_for_the_l
     assert heuristics.load(os.path.join(fx.ROOT, "experiments", "candidates", "h200-unsplit.yaml")).digest() \
         == "a6563ebb0df9e382"  # shipped at stop 32, before configs: its digest holds
     heur = _configured(base)
-    back = heuristics.load(_write(tmp_path, heur))
+    back = heuristics.load(fx.write_heuristics(tmp_path, heur))
     assert back.unsplit == heur.unsplit and back.digest() == heur.digest()
     table = back.table()
     first = table.rules[0]
@@ -226,7 +216,7 @@ def test_a_config_of_the_one_kernel_round_trips_and_is_looked_up_first_for_the_l
     (lambda e: e.update(cols=[70000, 100000]), "illegal config"),  # a persistent row of 128K elements
 ])
 def test_a_bad_unsplit_config_is_one_line(tmp_path, base, edit, why):
-    path = _write(tmp_path, _configured(base), lambda doc: edit(doc["unsplit"][0]))
+    path = fx.write_heuristics(tmp_path, _configured(base), lambda doc: edit(doc["unsplit"][0]))
     with pytest.raises(HeuristicsError, match=why):
         heuristics.load(path)
 

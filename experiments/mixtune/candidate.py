@@ -13,6 +13,7 @@ import dataclasses
 import json
 import math
 import sqlite3
+import statistics
 import sys
 
 from inductor_tune import heuristics
@@ -31,7 +32,7 @@ def touched(paths):
                     continue
                 times = data["times"]
                 default, rules = times["inductor_default"], times["heuristics"]
-                ratio = _median(default) / _median(rules)
+                ratio = statistics.median(default) / statistics.median(rules)
                 highest = max(d / h for d, h in zip(default, rules))
                 for slot in data["slots"]:
                     if slot.get("mix_order"):
@@ -39,12 +40,6 @@ def touched(paths):
                                slot["envelope"])
                         out[key].append((kernel, rows, cols, ratio, highest))
     return out
-
-
-def _median(values):
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 NOISE_FLOOR = 0.015  # validate's floor: a problem slower than this in every round lost

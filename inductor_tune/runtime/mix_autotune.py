@@ -69,14 +69,13 @@ def split_autotuned(spec, kernel: str, timings: dict) -> Iterator[None]:
     def guarded(fn, init_val, min_val=None, max_val=None):
         floor = max(spec.min_split or 1, init_val if spec.up_only else 1)
         start = max(init_val, floor)
-        failed: dict = {}
 
         def timed(split):
             try:
                 ms = fn(split)
             except Exception as exc:  # Inductor would fail the compile; the entry must not
-                failed[split] = f"{type(exc).__name__}: {str(exc)[:200]}"
-                timings[split] = f"failed ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})"
+                first_line = str(exc).splitlines()[0][:80] if str(exc) else ""
+                timings[split] = f"failed ({type(exc).__name__}: {first_line})"
                 return math.inf
             timings[split] = ms
             # Every split but Inductor's own carries the margin, so only leaving Inductor's split needs to clear it.
@@ -84,6 +83,7 @@ def split_autotuned(spec, kernel: str, timings: dict) -> Iterator[None]:
 
         chosen = original.__func__(timed, start, max(min_val or 1, floor), max_val)
         timings["kept"] = chosen
+        failed = {split: why for split, why in timings.items() if isinstance(why, str)}
         if failed:
             log.warning("inductor_tune: splits %s of %s failed while Inductor timed them (%s); split %s kept (%s)",
                         sorted(failed), kernel, next(iter(failed.values())), chosen, spec.describe())
