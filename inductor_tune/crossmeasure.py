@@ -40,6 +40,13 @@ grid is smallest; on an H200 a rule from 256 rows lost 4 % at 300 rows of one of
 shape none of its probes was near.  So ``edge_per_kernel`` more probes per rule take each kernel it matches
 with rows in the lowest octave of its band.  Their first round found that loss again, on training data
 (0.958 at 273 rows), and the refit moved the band's start above it.
+
+Inductor's split region.  Below 2 x the GPU's SMs rows, Inductor splits an inner reduction of N above 8192
+into two kernels, so a probe there times none of the kernels its rule matches: its record says the compile did
+not generate them, and ``distill`` drops it.  On an H200 round 7 lost three of the six probes of the scaled
+softmax forward at N 8193..16384 so (8, 30 and 208 rows), with them two alignment classes, and a rule that won
+1.43x over 109 shapes stayed held back (docs/rules.md, stop 39).  So a probe of an inner reduction is never
+drawn there (``split_rows``), and an edge octave starts above it.
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from .heuristics import RuleSpec
 from .problem import Problem, Shape
 from .shapes import ALIGNMENT_CLASSES
 from .records import TimingSpec
+from .runtime.rulefile import INNER_SPLIT_MIN_RNUMEL
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, SlotConfig, TrialConfig, slot_violations
 from .tasks import Remeasured, RemeasureTask
 
@@ -194,13 +202,14 @@ def aligned_cols(cols: int, lo: int, hi: int, alignment: tuple[int, int]) -> int
 
 def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: Container[tuple[int, int]] = (),
                 max_configs: int = 8, params: FitParams = FitParams(), edge_per_kernel: int = 0,
-                max_bytes: int = SPAN_PROBE_MAX_BYTES) -> list[PlanItem]:
+                max_bytes: int = SPAN_PROBE_MAX_BYTES, split_rows: int = 0) -> list[PlanItem]:
     """``per_group`` random probes inside the span of each size group whose fitted rule sets a config (see
     the module's docstring), each timing that config and the group's covered candidates, at most
     ``max_configs``; and ``edge_per_kernel`` more per kernel the rule matches, at its lowest rows (edge
     probes).  A pure function of its arguments; ``avoid``: (rows, cols) kept out for every kernel
     (held-out draws), besides every shape the points measured; ``max_bytes``: the most a probe may keep
-    resident on the GPU."""
+    resident on the GPU; ``split_rows``: rows below which Inductor splits an inner reduction of N above
+    8192 (2 x the GPU's SMs; 0: none), where no probe of one is drawn (the module's docstring says why)."""
     rng = random.Random(seed)
     # Edge probes draw from their own stream, so a seed's span probes are the same with or without them.
     edge_rng = random.Random(f"edge:{seed}")
@@ -212,7 +221,8 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
         for rule in (x for x in rules if x.config is not None and x.matches(kind, element_size, r, x.xnumel[0],
                                                                            reductions, envelope or None)):
             group = [p for p in whole_group if rule.xnumel[0] <= p.x_pow2 <= rule.xnumel[1]]
-            draw = _probe_draw(rule, group, points, r, taken, avoid, max_configs, params, max_bytes)
+            draw = _probe_draw(rule, group, points, r, taken, avoid, max_configs, params, max_bytes,
+                               split_rows if kind.startswith("inner") else 0)
             if draw is None:
                 continue
             items += draw.probes(per_group, rule.rows, draw.kernels, rng)
@@ -223,7 +233,7 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
 
 def _probe_draw(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[ShapePoint], r: int, taken: set,
                 avoid: Container[tuple[int, int]], max_configs: int, params: FitParams,
-                max_bytes: int) -> _ProbeDraw | None:
+                max_bytes: int, split_rows: int = 0) -> _ProbeDraw | None:
     """What the probes of one config rule in size group ``r`` draw from (``group``: its shapes there;
     ``points``: every shape, whose studies lend the probes their kernels); None where it places none."""
     if not group or rule.rows is None:
@@ -238,7 +248,7 @@ def _probe_draw(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[Sh
         return None
     need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
     configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
-    return _ProbeDraw(family, parents, points, kernels, configs, r, taken, avoid, max_configs, max_bytes)
+    return _ProbeDraw(family, parents, points, kernels, configs, r, taken, avoid, max_configs, max_bytes, split_rows)
 
 
 def _edge_probes(draw: _ProbeDraw, rows: tuple[int, int], per_kernel: int, rng: random.Random) -> list[PlanItem]:
@@ -249,6 +259,9 @@ def _edge_probes(draw: _ProbeDraw, rows: tuple[int, int], per_kernel: int, rng: 
     took lost 4 % at 300 rows of a kernel it matched (docs/rules.md, stop 29).  The alignment classes go on
     turning from one kernel to the next."""
     rows_lo, rows_hi = rows
+    if draw.r // 2 + 1 >= INNER_SPLIT_MIN_RNUMEL:
+        # Every N of the bucket is split below ``split_rows``: the band's kernel starts there.
+        rows_lo = min(rows_hi, max(rows_lo, draw.split_rows))
     octave = (rows_lo, min(rows_hi, 2 * rows_lo))
     items: list[PlanItem] = []
     for n, kernel in enumerate(draw.kernels or (None,)):
@@ -269,6 +282,7 @@ class _ProbeDraw:
     avoid: Container[tuple[int, int]]
     max_configs: int
     max_bytes: int  # the most a probe may keep resident on the GPU
+    split_rows: int = 0  # below it Inductor splits N above 8192 into two kernels: no probe there
 
     def probes(self, count: int, rows_band: tuple[int, int], kernels: Sequence[tuple[str, str]], rng: random.Random,
                first_class: int = 0) -> list[PlanItem]:
@@ -287,7 +301,8 @@ class _ProbeDraw:
             rows = min(rows_hi, max(rows_lo, round(math.exp(rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
             alignment = ALIGNMENT_CLASSES[(first_class + placed) % len(ALIGNMENT_CLASSES)]
             cols = aligned_cols(rng.randint(cols_lo, self.r), cols_lo, self.r, alignment)
-            if cols is None or (rows, cols) in self.taken or (rows, cols) in self.avoid:
+            if cols is None or (rows, cols) in self.taken or (rows, cols) in self.avoid \
+                    or (rows < self.split_rows and cols >= INNER_SPLIT_MIN_RNUMEL):
                 continue
             # Kernels in turn, as alignment classes (the module's docstring says why).
             if kernels:

@@ -191,7 +191,8 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
     elif request.probing:
         items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs,
                                              edge_per_kernel=request.edge_probes,
-                                             max_bytes=int(request.probe_max_gib * 2**30))
+                                             max_bytes=int(request.probe_max_gib * 2**30),
+                                             split_rows=2 * gpu.sm_count)
     else:
         items = crossmeasure_mod.plan(points, request.top, request.neighbours, request.max_configs, request.probes,
                                       request.hold_out)

@@ -1,0 +1,73 @@
+"""A candidate without the config rules whose loss at a spent held-out set was confirmed in fresh rounds.
+
+A held-out set that failed a candidate is spent: it scores nothing more, and what it showed may inform the next
+candidate, which a fresh set then scores. This writes that candidate: each config rule that applied at a problem
+`validate` re-timed in fresh rounds and called regressed (every round slower, beyond the noise band) keeps
+Inductor's default, with the note saying where it lost. A problem that regressed in the set's three rounds but
+not in the fresh ones names no rule: that is the noise floor, not a loss (docs/rules.md, stop 39).
+
+Usage: python3 experiments/hold_back.py BASE.yaml OUT.yaml FRESH-ROUNDS.sqlite [...]
+"""
+
+import dataclasses
+import json
+import sqlite3
+import sys
+
+from inductor_tune import heuristics
+from inductor_tune.settle import settle_rules
+
+
+def confirmed_losses(paths, digest):
+    """(kernel, rows, cols, ratio of medians, the applied rules' descriptions) of each regressed record of ``digest``."""
+    out = []
+    for path in paths:
+        with sqlite3.connect(path) as db:
+            for kernel, rows, cols, result in db.execute(
+                    "select kernel, rows, cols, result_json from it_validation where regressed and heuristics_digest "
+                    "like ?", (digest[:8] + "%",)):
+                data = json.loads(result)
+                times = data["times"]
+                default = sorted(times["inductor_default"])[len(times["inductor_default"]) // 2]
+                rules = sorted(times["heuristics"])[len(times["heuristics"]) // 2]
+                out.append((kernel, rows, cols, default / rules, data["rules_applied"], data["slots"], path))
+    return out
+
+
+def rule_index(rules, applied: str, slots) -> int:
+    """The index of the one config rule ``applied`` (``torch_rules.describe_rule`` and its kernel) names."""
+    head, _, kernel = applied.partition(" -> ")
+    kind, reductions, _, span = head.split(" ")[:4]
+    lo, hi = (int(v) for v in span.split(".."))
+    xnumel, rnumel = (int(part[2:]) for part in kernel.split(" "))
+    envelopes = {s["envelope"] for s in slots if s["xnumel"] == xnumel and s["rnumel"] == rnumel}
+    found = [i for i, r in enumerate(rules)
+             if r.config is not None and r.kind == kind and r.reductions == reductions and tuple(r.rnumel) == (lo, hi)
+             and r.rows[0] <= xnumel <= r.rows[1] and r.cols[0] <= rnumel <= r.cols[1]
+             and (not r.envelopes or envelopes & set(r.envelopes))]
+    if len(found) != 1:
+        sys.exit(f"hold_back: error: {applied!r} names {len(found)} config rules of the base file, not one")
+    return found[0]
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__.strip().splitlines()[-1])
+    base_path, out_path, *paths = argv
+    base = heuristics.load(base_path)
+    reasons = {}
+    for kernel, rows, cols, ratio, applied, slots, path in confirmed_losses(paths, base.digest()):
+        for text in applied:
+            reasons[rule_index(base.rules, text, slots)] = (
+                f"it lost beyond noise at {kernel} {rows}x{cols} bf16, a problem of a spent held-out set, in fresh "
+                f"rounds too ({ratio:.3f} in {path})")
+    provenance = dict(base.provenance)
+    provenance["databases"] = list(provenance.get("databases", [])) + [p for p in paths if p not in provenance.get(
+        "databases", [])]
+    candidate = dataclasses.replace(base, rules=tuple(settle_rules(base.rules, reasons)), provenance=provenance)
+    heuristics.dump(candidate, out_path)
+    print(f"{out_path}: {candidate.digest()}, {len(reasons)} config rule(s) held back")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
