@@ -19,7 +19,8 @@ from inductor_tune.settle import settle_rules
 
 
 def confirmed_losses(paths, digest):
-    """(kernel, rows, cols, ratio of medians, the applied rules' descriptions) of each regressed record of ``digest``."""
+    """Each regressed record of the file ``digest``: (kernel, rows, cols, ratio of the medians, the applied rules'
+    descriptions, the kernels' slots, the database)."""
     out = []
     for path in paths:
         with sqlite3.connect(path) as db:

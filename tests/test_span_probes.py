@@ -189,7 +189,8 @@ def test_no_probe_of_an_inner_reduction_lands_where_inductor_splits_it(points):
     times no kernel its rule matches (an H200's round 7 lost two alignment classes of a rule so; stop 39).  The
     fixture's N 4097..8192 studies, copied at twice their N and at rows from 5 up, give rules that reach there."""
     group = [p for p in points if not p.probe and p.kind == "inner_looped" and p.r_pow2 == 8192]
-    long = [dataclasses.replace(p, rows=m, cols=2 * p.cols, slot=dataclasses.replace(p.slot, xnumel=m, rnumel=2 * p.cols))
+    long = [dataclasses.replace(p, rows=m, cols=2 * p.cols,
+                                slot=dataclasses.replace(p.slot, xnumel=m, rnumel=2 * p.cols))
             for p, m in zip(group, (5, 40, 2000, 9000, 30000, 60000))]
     split_rows = 2 * 132
 
@@ -201,6 +202,7 @@ def test_no_probe_of_an_inner_reduction_lands_where_inductor_splits_it(points):
     assert split(unbounded)  # what the bound is for: the draw lands there otherwise
     bounded = crossmeasure.span_probes([*points, *long], 5, seed=5, edge_per_kernel=1, split_rows=split_rows)
     assert not split(bounded) and len(bounded) == len(unbounded)
+
     # Every group keeps its count: a draw in the split region is drawn again, not dropped.
     def per_group(items):
         return collections.Counter((*i.point.family, i.point.r_pow2) for i in items)
