@@ -30,8 +30,8 @@ from inductor_tune.space import INDUCTOR_DEFAULT, SlotConfig, TrialConfig
 H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
 H200 = types.SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132)
 RMS_2048 = [((8192, 2048), torch.bfloat16), ((2048,), torch.float32)]
-# RMSNorm's forward at 8192x2048 in bf16: a shape where the committed H200 file sets a config for it.
-RMS_RULED = [((8192, 2048), torch.bfloat16), ((2048,), torch.float32)]
+# RMSNorm's forward at 8192x4096 in bf16: a shape where the committed H200 file sets a config for it.
+RMS_RULED = [((8192, 4096), torch.bfloat16), ((4096,), torch.float32)]
 LN_2048 = [((8192, 2048), torch.bfloat16), ((2048,), torch.float32), ((2048,), torch.float32)]
 FIXED = re.compile(r"@triton_heuristics\.fixed_config\(\s*config=(\{[^}]*\})")
 ALL_ROWS = (8192, 2**31)
@@ -98,18 +98,18 @@ def test_install_forces_the_rule_config_and_uninstall_restores_inductor(device):
     # The committed file's rule for this kernel: its envelope is the same on the CPU harness (torch 2.13)
     # as the GPU probe recorded (torch 2.11), so the rule reaches the kernel here too.
     envelope = kernels.get_kernel("rmsnorm_fwd").envelope
-    rule = heur.lookup("inner_looped", 2, 2048, 8192, "sum", envelope)
+    rule = heur.lookup("inner_looped", 2, 4096, 8192, "sum", envelope)
     assert rule.config is not None and rule.config.persistent
-    assert heur.lookup("inner_looped", 2, 2048, 8192, "sum") is None  # an unknown envelope: no rule
+    assert heur.lookup("inner_looped", 2, 4096, 8192, "sum") is None  # an unknown envelope: no rule
     assert heur.lookup("inner_looped", 2, 8192, 8192, "sum", envelope).config is None  # a keep-default rule
     with inductor_tune.install(H200_FILE) as handle:
         assert handle.active and _hooks() != before
         (src,) = cpu_codegen.generate_sources(fn, RMS_RULED)
         assert FIXED.findall(src) == [repr(rule.config.fixed_config())]
-        assert "R0_BLOCK: tl.constexpr = 2048" in src  # persistent: the whole row in one block
+        assert "R0_BLOCK: tl.constexpr = 4096" in src  # persistent: the whole row in one block
         (src,) = cpu_codegen.generate_sources(fn, [((8192, 8192), torch.bfloat16), ((8192,), torch.float32)])
         assert not FIXED.findall(src) and "@triton_heuristics.reduction(" in src  # keep default there
-        (src,) = cpu_codegen.generate_sources(fn, [((8192, 2048), torch.float32), ((2048,), torch.float32)])
+        (src,) = cpu_codegen.generate_sources(fn, [((8192, 4096), torch.float32), ((4096,), torch.float32)])
         assert not FIXED.findall(src)  # 4-byte elements: the rules were measured on 2-byte ones
     assert _hooks() == before
     (src,) = cpu_codegen.generate_sources(fn, RMS_RULED)
