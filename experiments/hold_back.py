@@ -12,6 +12,7 @@ Usage: python3 experiments/hold_back.py BASE.yaml OUT.yaml FRESH-ROUNDS.sqlite [
 import dataclasses
 import json
 import sqlite3
+import statistics
 import sys
 
 from inductor_tune import heuristics
@@ -29,9 +30,8 @@ def confirmed_losses(paths, digest):
                     "like ?", (digest[:8] + "%",)):
                 data = json.loads(result)
                 times = data["times"]
-                default = sorted(times["inductor_default"])[len(times["inductor_default"]) // 2]
-                rules = sorted(times["heuristics"])[len(times["heuristics"]) // 2]
-                out.append((kernel, rows, cols, default / rules, data["rules_applied"], data["slots"], path))
+                ratio = statistics.median(times["inductor_default"]) / statistics.median(times["heuristics"])
+                out.append((kernel, rows, cols, ratio, data["rules_applied"], data["slots"], path))
     return out
 
 
