@@ -47,7 +47,7 @@ def experiments(picked: list, tag: str, header: str) -> dict[str, str]:
         files[f"{kernel}.yaml"] = (
             header
             + f"name: {tag}-{kernel}\n"
-            + f"description: best found for {kernel} at spent held-out shapes, {dtype}\n"
+            + f"description: best found for {kernel} at held-out shapes, {dtype}\n"
             + f"kernels: [{kernel}]\nshapes: [{', '.join(shapes)}]\ndtypes: [{dtype}]\n"
             + "trials: 24\nfinalists: 3\nsampler: tpe\nseed: 0\n")
     return files
@@ -57,7 +57,7 @@ def one_experiment(picked: list, tag: str, header: str) -> dict[str, str]:
     dtypes = sorted({dtype for *_, dtype in picked})
     items = "".join(f"  - {kernel} {rows}x{cols}\n" for kernel, rows, cols, _ in sorted(picked))
     return {"problems.yaml": (header + f"name: {tag}\n"
-                              + "description: best found at spent held-out problems, one study each\n"
+                              + "description: best found at held-out problems, one study each\n"
                               + f"problems:\n{items}dtypes: [{', '.join(dtypes)}]\n"
                               + "trials: 24\nfinalists: 3\nsampler: tpe\nseed: 0\n")}
 
@@ -83,8 +83,10 @@ def main(argv=None) -> None:
     how = f"random.Random({args.seed}).sample of {args.n}" + \
         (f" among those with at least {args.min_rows} rows" if args.min_rows > 1 else "") + \
         (f", after the samples {', '.join(args.after)}" if args.after else "")
-    header = (f"# Per-shape best found at problems of the spent held-out draw {args.draw} (seed {draw['seed']}),\n"
-              f"# studied after that set was scored: {how}\n"
+    # The studies may run before the set is scored: they time configs at held-out problems, and no fit reads them
+    # until that set is spent.
+    header = (f"# Per-shape best found at problems of the held-out draw {args.draw} (seed {draw['seed']}),\n"
+              f"# no fit's evidence until that set is scored: {how}\n"
               f"# (experiments/bestfound_sample.py; docs/rules.md).\n")
     if os.path.exists(args.out) and os.listdir(args.out):
         raise SystemExit(f"bestfound_sample: error: {args.out} exists and is not empty")
