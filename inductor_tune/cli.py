@@ -283,7 +283,8 @@ def cmd_distill(args) -> int:
     hold_out = experiment_mod.parse_shapes(args.hold_out) if args.hold_out else ()
     workers = worker_count(args.workers) or os.cpu_count() or 1
     return print_distill(distill(DistillRequest(tuple(args.db), args.gpu, args.out, args.min_coverage, args.min_shapes,
-                                                args.allow_replayed, hold_out, args.candidates_from, workers)))
+                                                args.allow_replayed, hold_out, args.candidates_from, workers,
+                                                not args.no_folds)))
 
 
 def print_distill(result) -> int:

@@ -119,6 +119,9 @@ def _reading_arguments(sub) -> None:
     d.add_argument("--workers", type=int,
                    help="processes refitting the hold-out folds side by side (default: CPU cores); the file "
                    "written is the same for any number")
+    d.add_argument("--no-folds", action="store_true",
+                   help="skip the leave-one-out refits scored into the file's `holdout` (most of the time on large "
+                   "data); the rules written are the same")
 
 
 def _crossmeasure_arguments(sub) -> None:

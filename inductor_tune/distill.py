@@ -382,12 +382,14 @@ def open_stores(db_urls: Sequence[str]) -> list[Store]:
 
 def distill(
     db_urls: Sequence[str], gpu_query: str, params: FitParams = FitParams(), names: Sequence[str] | None = None,
-    hold_out: Sequence[Shape] = (), candidates_from: str | None = None, workers: int = 1,
+    hold_out: Sequence[Shape] = (), candidates_from: str | None = None, workers: int = 1, folds: bool = True,
 ) -> Heuristics:
     """The heuristic file for one GPU fingerprint; ``names`` are the databases as the user gave them.
     ``hold_out``: shapes (every kernel at those MxN) kept out of the fit and scored on instead.
     ``candidates_from``: a GPU whose studies frame this GPU's crossmeasure records (``load_points``).
-    ``workers``: processes for the hold-out refits (``holdout``); the file is the same for any number."""
+    ``workers``: processes for the hold-out refits (``holdout``); the file is the same for any number.
+    ``folds``: False skips those refits (most of distill's time on large data); the rules are the same, and the
+    file's ``holdout`` says the cross-validation was skipped."""
     if params.settle_by not in ("rule", "kind"):
         raise DistillError(f"FitParams.settle_by must be 'rule' or 'kind', not {params.settle_by!r}")
     stores = open_stores(db_urls)
@@ -446,7 +448,8 @@ def distill(
         "note": "speedup is over Inductor's default at the held-out shape: 1.0 where the rule keeps the default or "
                 "no rule covers the shape; unmeasured: the rule's config was never measured there (crossmeasure on "
                 "the GPU); best_found: the best speedup any measured config reached there",
-        **{scheme: holdout(fitted, params, scheme, workers) for scheme in HOLDOUT_SCHEMES},
+        **({scheme: holdout(fitted, params, scheme, workers) for scheme in HOLDOUT_SCHEMES} if folds else
+           {"skipped": "distill --no-folds: no leave-one-out refit was scored"}),
     }
     if held:
         held_out[NAMED_SCHEME] = summarize_rows(NAMED_SCHEME, NAMED_METHOD, score(rules, held, params))

@@ -470,6 +470,16 @@ def test_file_records_provenance_and_round_trips(heur, tmp_path):
     assert again.holdout == json.loads(json.dumps(heur.holdout))
 
 
+def test_no_folds_skips_the_refits_and_writes_the_same_rules(heur, monkeypatch):
+    """--no-folds: the file's rules are those of the full distill; its holdout says the refits were skipped,
+    and no fold is refitted."""
+    dbs = fx.fixture_dbs()
+    monkeypatch.setattr(distill, "holdout", lambda *a, **k: pytest.fail("a fold was refitted"))
+    quick = distill.distill([f"sqlite:///{p}" for p in dbs], "H200", names=list(dbs), folds=False)
+    assert quick.rules == heur.rules and quick.provenance == heur.provenance
+    assert set(quick.holdout) == {"note", "skipped"} and "--no-folds" in quick.holdout["skipped"]
+
+
 def test_cli_distill_writes_the_file_and_bad_input_is_one_line(tmp_path, capsys):
     dbs = list(fx.fixture_dbs())
     out = tmp_path / "heuristics" / "h200.yaml"

@@ -25,6 +25,7 @@ class DistillRequest:
     hold_out: tuple[Shape, ...] = ()
     candidates_from: str | None = None  # the GPU whose studies proposed what this GPU crossmeasured
     workers: int = 1  # processes for the hold-out refits
+    folds: bool = True  # False: skip the leave-one-out refits (the rules are the same)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +64,8 @@ def distill(request: DistillRequest) -> DistillResult:
                        allow_replayed=request.allow_replayed)
     try:
         heur = fit([storage_url(db) for db in request.dbs], request.gpu, params, names=list(request.dbs),
-                   hold_out=request.hold_out, candidates_from=request.candidates_from, workers=request.workers)
+                   hold_out=request.hold_out, candidates_from=request.candidates_from, workers=request.workers,
+                   folds=request.folds)
     except DistillError as exc:
         raise AppError(str(exc)) from None
     # The default file is named after the GPU (from the database): a slug, never a path of its own.
