@@ -41,11 +41,16 @@ def rule_index(rules, applied: str, slots) -> int:
     kind, reductions, _, span = head.split(" ")[:4]
     lo, hi = (int(v) for v in span.split(".."))
     xnumel, rnumel = (int(part[2:]) for part in kernel.split(" "))
-    envelopes = {s["envelope"] for s in slots if s["xnumel"] == xnumel and s["rnumel"] == rnumel}
+    launch = dict(field.split("=") for field in head[head.index("(") + 1:head.rindex(")")].split(", "))
     found = [i for i, r in enumerate(rules)
              if r.config is not None and r.kind == kind and r.reductions == reductions and tuple(r.rnumel) == (lo, hi)
              and r.rows[0] <= xnumel <= r.rows[1] and r.cols[0] <= rnumel <= r.cols[1]
-             and (not r.envelopes or envelopes & set(r.envelopes))]
+             and all(str(getattr(r.config, name)) == value for name, value in launch.items())]
+    if len(found) > 1:
+        # The slots' envelopes come from the tuner's own compile of the kernel, which may fuse otherwise than the
+        # one the rule applied in (stop 40: prenorm_rmsnorm_bwd 9x2907); they only break a tie.
+        envelopes = {s["envelope"] for s in slots if s["xnumel"] == xnumel and s["rnumel"] == rnumel}
+        found = [i for i in found if not rules[i].envelopes or envelopes & set(rules[i].envelopes)]
     if len(found) != 1:
         sys.exit(f"hold_back: error: {applied!r} names {len(found)} config rules of the base file, not one")
     return found[0]
