@@ -47,8 +47,8 @@ def _probed_by(rule: RuleSpec, p: ShapePoint) -> bool:
 def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
                     params: FitParams = FitParams()) -> dict[int, str]:
     """Index of each config rule that may not ship yet, with the reason: a rule ships a config only once
-    the latest span-probe round in its span timed that very config at every probe it placed there and
-    found it nowhere slower than the default beyond noise (nor failing).  A rule of a kind no round ever
+    the latest span-probe round in its span (of each kernel it matches) timed that very config at every probe it
+    placed there and found it nowhere slower than the default beyond noise (nor failing).  A rule of a kind no round ever
     probed (data from before span probes) is not held back.  That round must also have timed the config at
     N of every alignment class (``ALIGNMENT_CLASSES``): on an H200 a rule that won at 60 shapes lost 12-15 %
     at N = 4 (mod 8), a class its evidence held once."""
@@ -61,9 +61,16 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
         if not probes:
             out[index] = "no span-probe round has timed it inside its span yet"
             continue
-        last = max(p.span_round for p in probes)
-        latest = [p for p in probes if p.span_round == last]
-        where = f"the latest span-probe round in its span ({last[1]}, seed {last[2] or '-'})"
+        # Each kernel's own latest round counts: a round restricted to some kernels (crossmeasure --kernels) says
+        # nothing of the others, whose latest round still stands (stop 40).
+        last_of: dict = {}
+        for p in probes:
+            last_of[p.kernel, p.dtype] = max(last_of.get((p.kernel, p.dtype), ()), p.span_round)
+        latest = [p for p in probes if p.span_round == last_of[p.kernel, p.dtype]]
+        rounds = sorted(set(last_of.values()), reverse=True)
+        where = ("the latest span-probe round in its span" if len(rounds) == 1 else
+                 "the latest span-probe rounds of its kernels in its span") + \
+            " (" + "; ".join(f"{r[1]}, seed {r[2] or '-'}" for r in rounds) + ")"
         untimed = any(rule.config not in p.failed and rule.config not in p.speedups for p in latest)
         losses = {p.label: probe_loss(p, rule.config, params) for p in latest}
         lost = {label: ratio for label, ratio in losses.items() if ratio is not None}

@@ -140,6 +140,21 @@ def test_a_rule_whose_latest_round_missed_a_kernel_of_its_envelope_is_held_back(
     assert list(held) == [0] and "0.930" in held[0] and TWIN in held[0]
 
 
+def test_a_later_round_of_one_kernel_leaves_the_other_kernels_latest_round_standing(points):
+    """crossmeasure --kernels places a round for some kernels only: the others' own latest round still counts
+    (a restricted round 11 held back LayerNorm rules of kernels it never probed, stop 40)."""
+    shapes, rules, cfg = _fitted_with_twin(points)
+    later = ("2026-11-26T16:00", "sqlite:///r2.sqlite", "111")
+    one_kernel_later = [dataclasses.replace(p, span_round=later) for p in _round(shapes[0], cfg, ["rmsnorm_fwd"])]
+    assert not distill.unsettled_rules(rules, [*shapes, *_round(shapes[0], cfg, [TWIN, "rmsnorm_fwd"]),
+                                               *one_kernel_later])
+    # The twin's latest round is the earlier one: its loss there still holds the rule back.
+    lost = _round(shapes[0], cfg, [TWIN, "rmsnorm_fwd"])
+    lost[0] = dataclasses.replace(lost[0], speedups={cfg: 0.93})
+    held = distill.unsettled_rules(rules, [*shapes, *lost, *one_kernel_later])
+    assert list(held) == [0] and "0.930" in held[0] and TWIN in held[0] and "rounds of its kernels" in held[0]
+
+
 def test_a_rule_whose_shapes_are_all_probes_is_probed_again(points):
     """A row band or N bucket whose evidence is span probes alone (its studies lie in other buckets) must be
     probed by later rounds too: it ships only once its latest round timed every alignment class, so a
