@@ -6,7 +6,11 @@ candidate, which a fresh set then scores. This writes that candidate: each confi
 Inductor's default, with the note saying where it lost. A problem that regressed in the set's three rounds but
 not in the fresh ones names no rule: that is the noise floor, not a loss (docs/rules.md, stop 39).
 
-Usage: python3 experiments/hold_back.py BASE.yaml OUT.yaml FRESH-ROUNDS.sqlite [...]
+A loss of an earlier candidate carries over to a refit (``FRESH-ROUNDS.sqlite@DIGEST``: the records of the file with
+that digest): a config rule of the base that matches what applied there, by kind, reductions, rnumel, rows, N and
+launch config, is held back too.
+
+Usage: python3 experiments/hold_back.py BASE.yaml OUT.yaml FRESH-ROUNDS.sqlite[@DIGEST] [...]
 """
 
 import dataclasses
@@ -62,7 +66,12 @@ def main(argv):
     base_path, out_path, *paths = argv
     base = heuristics.load(base_path)
     reasons = {}
-    for kernel, rows, cols, ratio, applied, slots, path in confirmed_losses(paths, base.digest()):
+    losses = []
+    for spec in paths:
+        path, _, digest = spec.partition("@")
+        losses += confirmed_losses([path], digest or base.digest())
+    paths = [spec.partition("@")[0] for spec in paths]
+    for kernel, rows, cols, ratio, applied, slots, path in losses:
         for text in applied:
             reasons[rule_index(base.rules, text, slots)] = (
                 f"it lost beyond noise at {kernel} {rows}x{cols} bf16, a problem of a spent held-out set, in fresh "
