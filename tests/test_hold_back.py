@@ -50,3 +50,20 @@ def test_records_of_another_file_name_no_rule(tmp_path):
     # db/diag-s39-5897bd1f.sqlite timed the shipped file of stop 38, not this base.
     proc = _hold_back(tmp_path / "out.yaml", "db/diag-s39-5897bd1f.sqlite")
     assert proc.returncode == 0 and proc.stdout.strip().endswith("0 config rule(s) held back"), proc.stderr
+
+
+def test_a_loss_carries_over_to_a_refit_named_by_the_digest_it_was_timed_with(tmp_path):
+    """Stop 40: 6e489d10's rule lost at prenorm_rmsnorm_bwd 9x2907 in fresh rounds.  The refit d880b151 came from
+    another base (digest 5056d2f5), so those records name no rule of it unless read as 6e489d10's; read so, the
+    same rule (kind, reductions, rnumel, rows, N, launch config) is held back there too.  The slot envelope the
+    records carry is not the rule's (the tuner's compile fused otherwise): the launch config names the rule."""
+    base, fresh = "experiments/candidates/h200-s40d-mix.yaml", "db/diag-s40-6e489d10.sqlite"
+    run = [sys.executable, "experiments/hold_back.py", base, str(tmp_path / "out.yaml")]
+    proc = subprocess.run([*run, fresh], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("0 config rule(s) held back"), proc.stderr
+    proc = subprocess.run([*run, f"{fresh}@6e489d10"], capture_output=True, text=True)
+    assert proc.stdout.strip() == f"{tmp_path}/out.yaml: d880b1512bfbe0ad, 1 config rule(s) held back", proc.stderr
+    before, after = _config_rules(base), _config_rules(tmp_path / "out.yaml")
+    assert {k for k in before if before[k] != after[k]} == {
+        ("inner_looped", "sum", (4096, 4096), (6, 8192), (2096, 4096))}
+    assert heuristics.load(tmp_path / "out.yaml").provenance["databases"][-1] == fresh
