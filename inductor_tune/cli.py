@@ -296,6 +296,8 @@ def print_distill(result) -> int:
         gain = f"  gain {ev.gain_geomean:.3f} [{ev.gain_min:.3f}-{ev.gain_max:.3f}], noise {ev.noise:.3f}" \
             if rule.config is not None else ""
         print(f"  {rule.describe()}{gain}")
+    if "skipped" in heur.holdout:
+        print(f"held out: {heur.holdout['skipped']}")
     for scheme, scored in heur.holdout.items():
         if isinstance(scored, dict) and "summary" in scored:
             s = scored["summary"]["all"]

@@ -48,8 +48,8 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
                     params: FitParams = FitParams()) -> dict[int, str]:
     """Index of each config rule that may not ship yet, with the reason: a rule ships a config only once
     the latest span-probe round in its span (of each kernel it matches) timed that very config at every probe it
-    placed there and found it nowhere slower than the default beyond noise (nor failing).  A rule of a kind no round ever
-    probed (data from before span probes) is not held back.  That round must also have timed the config at
+    placed there and found it nowhere slower than the default beyond noise (nor failing).  A rule of a kind no
+    round ever probed (data from before span probes) is not held back.  That round must also have timed the config at
     N of every alignment class (``ALIGNMENT_CLASSES``): on an H200 a rule that won at 60 shapes lost 12-15 %
     at N = 4 (mod 8), a class its evidence held once."""
     probed_kinds = {p.kind for p in points if p.span and p.span_round}

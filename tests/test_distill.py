@@ -480,6 +480,14 @@ def test_no_folds_skips_the_refits_and_writes_the_same_rules(heur, monkeypatch):
     assert set(quick.holdout) == {"note", "skipped"} and "--no-folds" in quick.holdout["skipped"]
 
 
+def test_cli_distill_no_folds_says_the_refits_were_skipped(tmp_path, capsys):
+    out = tmp_path / "h200.yaml"
+    assert cli.main(["distill", *fx.fixture_dbs(), "--gpu", "H200", "--no-folds", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "held out: distill --no-folds: no leave-one-out refit was scored" in printed
+    assert "leave_one_n_out" not in printed and "leave_one_n_out" not in out.read_text()
+
+
 def test_cli_distill_writes_the_file_and_bad_input_is_one_line(tmp_path, capsys):
     dbs = list(fx.fixture_dbs())
     out = tmp_path / "heuristics" / "h200.yaml"
