@@ -23,19 +23,18 @@ from inductor_tune import heuristics
 from inductor_tune.settle import settle_rules
 
 
-def confirmed_losses(paths, digest):
-    """Each regressed record of the file ``digest``: (kernel, rows, cols, ratio of the medians, the applied rules'
-    descriptions, the kernels' slots, the database)."""
+def confirmed_losses(path, digest):
+    """Each regressed record of the file ``digest`` in the database ``path``: (kernel, rows, cols, ratio of the
+    medians, the applied rules' descriptions, the kernels' slots, the database)."""
     out = []
-    for path in paths:
-        with sqlite3.connect(path) as db:
-            for kernel, rows, cols, result in db.execute(
-                    "select kernel, rows, cols, result_json from it_validation where regressed and heuristics_digest "
-                    "like ?", (digest[:8] + "%",)):
-                data = json.loads(result)
-                times = data["times"]
-                ratio = statistics.median(times["inductor_default"]) / statistics.median(times["heuristics"])
-                out.append((kernel, rows, cols, ratio, data["rules_applied"], data["slots"], path))
+    with sqlite3.connect(path) as db:
+        for kernel, rows, cols, result in db.execute(
+                "select kernel, rows, cols, result_json from it_validation where regressed and heuristics_digest "
+                "like ?", (digest[:8] + "%",)):
+            data = json.loads(result)
+            times = data["times"]
+            ratio = statistics.median(times["inductor_default"]) / statistics.median(times["heuristics"])
+            out.append((kernel, rows, cols, ratio, data["rules_applied"], data["slots"], path))
     return out
 
 
@@ -63,14 +62,13 @@ def rule_index(rules, applied: str, slots) -> int:
 def main(argv):
     if len(argv) < 3:
         sys.exit(__doc__.strip().splitlines()[-1])
-    base_path, out_path, *paths = argv
+    base_path, out_path, *specs = argv
     base = heuristics.load(base_path)
-    reasons = {}
-    losses = []
-    for spec in paths:
+    reasons, losses, paths = {}, [], []
+    for spec in specs:
         path, _, digest = spec.partition("@")
-        losses += confirmed_losses([path], digest or base.digest())
-    paths = [spec.partition("@")[0] for spec in paths]
+        paths.append(path)
+        losses += confirmed_losses(path, digest or base.digest())
     for kernel, rows, cols, ratio, applied, slots, path in losses:
         for text in applied:
             reasons[rule_index(base.rules, text, slots)] = (
