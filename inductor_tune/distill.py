@@ -171,9 +171,15 @@ def rows_of(groups: dict[int, list[ShapePoint]]) -> tuple[int, int]:
     return min(buckets), max(buckets)
 
 
+def splittable(kind: str, fit: GroupFit, params: FitParams) -> bool:
+    """Whether the fit may cut the group's rows in two bands: no config serves all of them, and its kernels launch
+    rows / XBLOCK programs (a mix-order kernel's rules cover only their own shapes' rows already)."""
+    return params.split_rows and kind != "mix_order" and fit.config is None
+
+
 def row_bands(kind: str, fit: GroupFit, family_rows: tuple[int, int], params: FitParams, allowed=None):
     """The two row bands a group is cut into where no config serves all of its rows (``rowbands``), or None."""
-    if not params.split_rows or kind == "mix_order" or fit.config is not None:
+    if not splittable(kind, fit, params):
         return None
     return rowbands.split(fit.points, lambda pts: fit_group(pts, params, allowed=allowed), family_rows,
                           params.min_band_shapes)

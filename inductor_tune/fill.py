@@ -28,9 +28,10 @@ import math
 from typing import Iterator, Sequence
 
 from .crossmeasure import PlanItem
-from .distill import candidates, families, fit_group, row_bands, rows_of
+from .distill import candidates, families, fit_group, splittable
 from .evidence import ShapePoint
 from .fitparams import FitParams
+from .rowbands import cuts
 from .space import SlotConfig
 
 # The least share of a set's shapes a candidate must be timed at already to be filled in (the docstring says why).
@@ -42,14 +43,22 @@ FILL_ORIGIN = "coverage fill"
 
 
 def fill_sets(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> Iterator[tuple[ShapePoint, ...]]:
-    """Each size group's shapes, then those of each row band the fit would cut it into (``distill.fit_rules``)."""
+    """Each size group's shapes, then, where the fit may cut its rows in two bands (``distill.splittable``), both
+    sides of every cut (``rowbands.cuts``), not only of the cut the fit chooses today.
+
+    The cut the fit chooses is decided by coverage too: on an H200 (stop 41) a persistent config of the
+    RMSNorm training forward at N 1025..2048 (XBLOCK 1, 4 warps) won 1.07-1.56x at each of 221 shapes from 4113 to
+    262144 rows, but one study shape of 17533 rows never had it timed, so the fit cut at 65536 rows, and a fill of
+    that cut's bands never planned the one timing that moves the cut down (held-out set 31 reached 0.75 of its best
+    found at 4725x1631 there)."""
     for (kind, *_), groups in families(points).items():
-        family_rows = rows_of(groups)
         for r in sorted(groups):
             fit = fit_group(groups[r], params)
             yield fit.points
-            for band in row_bands(kind, fit, family_rows, params) or ():
-                yield tuple(band.fit.points)
+            if splittable(kind, fit, params):
+                for low, high in cuts(fit.points, params.min_band_shapes):
+                    yield tuple(low)
+                    yield tuple(high)
 
 
 def leading_uncovered(shapes: Sequence[ShapePoint], per_set: int, params: FitParams = FitParams(),

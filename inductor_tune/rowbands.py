@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 from .evidence import ShapePoint
 from .heuristics import Evidence
@@ -38,18 +38,25 @@ class Band:
     fit: GroupFit  # the fit of the band's own shapes
 
 
+def cuts(points: Sequence[ShapePoint], min_band_shapes: int = 2) -> Iterator[tuple[list[ShapePoint], list[ShapePoint]]]:
+    """The two sides of each cut between two of the group's row buckets with ``min_band_shapes`` shapes or more
+    on each side, lowest cut first; each side keeps the order of ``points``."""
+    buckets = sorted({p.x_pow2 for p in points})
+    for low_top, high_bottom in zip(buckets, buckets[1:]):
+        low = [p for p in points if p.x_pow2 <= low_top]
+        high = [p for p in points if p.x_pow2 >= high_bottom]
+        if min(len(low), len(high)) >= min_band_shapes:
+            yield low, high
+
+
 def split(points: Sequence[ShapePoint], fit: Callable[[Sequence[ShapePoint]], GroupFit],
           family_rows: tuple[int, int], min_band_shapes: int = 2) -> tuple[Band, Band] | None:
     """The two bands of the best cut, or None where no cut lets a config serve one side.  ``fit`` fits
     one group of shapes (``distill.fit_group`` with the fit's parameters); each side needs at least
     ``min_band_shapes`` shapes, probes included."""
-    buckets = sorted({p.x_pow2 for p in points})
     best, best_key = None, None
-    for low_top, high_bottom in zip(buckets, buckets[1:]):
-        low = [p for p in points if p.x_pow2 <= low_top]
-        high = [p for p in points if p.x_pow2 >= high_bottom]
-        if min(len(low), len(high)) < min_band_shapes:
-            continue
+    for low, high in cuts(points, min_band_shapes):
+        low_top, high_bottom = max(p.x_pow2 for p in low), min(p.x_pow2 for p in high)
         fits = (fit(low), fit(high))
         served = [f for f in fits if f.config is not None]
         if not served:

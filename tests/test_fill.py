@@ -8,6 +8,7 @@ from fake_pools import TimedByConfig
 
 from inductor_tune import cli, crossmeasure, distill, fill
 from inductor_tune.evidence import ShapePoint
+from inductor_tune.fitparams import FitParams
 from inductor_tune.runtime.launch import KernelSlot
 from inductor_tune.space import SlotConfig
 from inductor_tune.store import Store
@@ -15,6 +16,7 @@ from inductor_tune.store import Store
 LEAD = SlotConfig(True, 1, 4)
 SECOND = SlotConfig(True, 2, 8)
 LOSER = SlotConfig(True, 1, 2)
+UNCUT = FitParams(split_rows=False)
 
 
 def _point(rows: int, speedups: dict) -> ShapePoint:
@@ -57,7 +59,19 @@ def test_a_group_whose_covered_config_loses_fills_its_next_candidate():
 
 def test_a_candidate_timed_at_less_than_a_fifth_of_the_shapes_is_not_filled():
     six = [*_group(), _point(65536, {}), _point(131072, {})]
-    assert _planned(fill.fill_plan(six, 2)) == {(32768, (LEAD,)), (65536, (LEAD,)), (131072, (LEAD,))}  # SECOND: 1 of 6
+    # One set of six shapes: a row band of two (``rowbands.cuts``) would hold SECOND at half of its shapes.
+    assert _planned(fill.fill_plan(six, 2, UNCUT)) == {(32768, (LEAD,)), (65536, (LEAD,)), (131072, (LEAD,))}  # SECOND: 1 of 6
+
+
+def test_every_cut_of_a_group_is_filled_not_only_the_one_the_fit_chooses():
+    # LEAD loses at 1024 rows and was never timed at 16384, so the fit cuts at 65536 rows today and both of that
+    # cut's bands are settled (the low one by LEAD's loss). Timing LEAD at 16384 lets the cut move down to 4096 rows.
+    group = [_point(1024, {LEAD: 0.9}), _point(4096, {LEAD: 1.2}), _point(8192, {LEAD: 1.2}), _point(16384, {}),
+             _point(65536, {LEAD: 1.3}), _point(131072, {LEAD: 1.3})]
+    bands = distill.row_bands("inner_looped", distill.fit_group(group, FitParams()), (1024, 131072), FitParams())
+    assert [band.xnumel for band in bands] == [(1024, 16384), (65536, 131072)]
+    assert _planned(fill.fill_plan(group, 1)) == {(16384, (LEAD,))}
+    assert fill.fill_plan(group, 1, UNCUT) == []
 
 
 def _load(paths):
@@ -105,7 +119,7 @@ def test_cli_fill_plans_and_refuses_what_it_cannot_do(tmp_path, capsys):
 
 def test_a_lower_share_fills_a_candidate_timed_at_fewer_shapes():
     six = [*_group(), _point(65536, {}), _point(131072, {})]
-    planned = _planned(fill.fill_plan(six, 2, min_share=0.1))  # SECOND, timed at 1 of 6, now passes
+    planned = _planned(fill.fill_plan(six, 2, UNCUT, min_share=0.1))  # SECOND, timed at 1 of 6, now passes
     assert (65536, (LEAD, SECOND)) in planned and (8192, (SECOND,)) in planned
 
 
