@@ -19,7 +19,8 @@ next_pow2(rows) between the fewest and most rows its family was measured at (a m
 rows of its own shapes, probes included: its split size sets how many programs there are, and
 Inductor's own split grows with the rows), and only kernels with the envelope (what they read and
 write, ``torch_rules.envelope_of_features``) of its evidence.  Where no config serves a whole group, its
-rows are split in two bands, each fitted on its own shapes and covering only its own rows (``rowbands``).
+rows are split in two bands, each fitted on its own shapes and covering only its own rows (``rowbands``;
+a mix-order band only the rows of its own shapes).
 
 Hold-out.  Rules are refitted without some shapes and scored on them (every distinct N, every
 single shape, and optionally shapes named by the user), with only configs that the remaining
@@ -172,9 +173,9 @@ def rows_of(groups: dict[int, list[ShapePoint]]) -> tuple[int, int]:
 
 
 def splittable(kind: str, fit: GroupFit, params: FitParams) -> bool:
-    """Whether the fit may cut the group's rows in two bands: no config serves all of them, and its kernels launch
-    rows / XBLOCK programs (a mix-order kernel's rules cover only their own shapes' rows already)."""
-    return params.split_rows and kind != "mix_order" and fit.config is None
+    """Whether the fit may cut the group's rows in two bands: no config serves all of them (a fused mix-order
+    kernel's only with ``split_mix_rows``; its bands, like its groups, cover only their own shapes' rows)."""
+    return params.split_rows and (kind != "mix_order" or params.split_mix_rows) and fit.config is None
 
 
 def row_bands(kind: str, fit: GroupFit, family_rows: tuple[int, int], params: FitParams, allowed=None):

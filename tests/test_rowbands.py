@@ -105,3 +105,16 @@ def test_span_probes_of_a_band_stay_in_its_rows(base):
     items = crossmeasure.span_probes(group, 6, seed=3)
     assert len(items) == 6
     assert all(65536 <= i.point.rows <= 262144 and i.configs[0] == cfg for i in items)
+
+
+def test_a_fused_mix_order_group_is_split_and_each_band_covers_only_its_own_rows():
+    mix = next((p, sorted(p.interleaved, key=lambda c: c.describe())[0]) for p in fx.fixture_points()[1]
+               if p.interleaved and not p.probe and p.kind == "mix_order")
+    point, cfg = mix
+    group = _group(point, cfg, ((2048, 0.90), (4096, 0.95), (32768, 1.30), (65536, 1.40)))
+    assert [r.config for r in distill.fit_rules(group, distill.FitParams(split_mix_rows=False))] == [None]
+    low, high = distill.fit_rules(group)
+    assert low.config is None and high.config == cfg
+    # A mix-order band covers its own shapes' rows, never up to the family's most rows: its split sets its grid.
+    assert high.xnumel == (32768, 65536) and high.rows == (32768, 65536)
+    assert low.xnumel == (2048, 4096)
