@@ -342,12 +342,12 @@ def test_report_figures_fit_the_page(validation_report, tmp_path):
 def test_report_with_a_heuristic_file_draws_its_runs_only(tmp_path, capsys):
     from inductor_tune import cli
 
-    # Held-out set 32 scored the shipped file under the candidate's path (docs/rules.md, stop 41).
-    scored = "experiments/candidates/h200-s41.yaml"
+    # Held-out set 33 scored the shipped file under the candidate's path (docs/rules.md, stop 41).
+    scored = "experiments/candidates/h200-s41c.yaml"
     digest = heuristics.load(scored).digest()
     assert digest == heuristics.load("heuristics/h200.yaml").digest()
-    shutil.copy("db/heldout32.sqlite", tmp_path / "set32.sqlite")
-    assert cli.main(["report", str(tmp_path / "set32.sqlite"), "--heuristics", scored, "--out", str(tmp_path)]) == 0
+    shutil.copy("db/heldout33.sqlite", tmp_path / "set33.sqlite")
+    assert cli.main(["report", str(tmp_path / "set33.sqlite"), "--heuristics", scored, "--out", str(tmp_path)]) == 0
     assert f"validated as {scored} (digest {digest})" in capsys.readouterr().out
     assert {p.name for p in tmp_path.glob("*.png")} == {f"validation_{digest}.png", f"heuristics_{digest}.png"}
     other = tmp_path / "other"
