@@ -50,7 +50,7 @@ class FitParams:
     # The fused mix-order backwards are split in row bands too, each band's rule covering only its own shapes' rows
     # (as every mix-order rule does).  On an H200 their studies found 1.18-1.66x at all 8 coverage9 problems of
     # 16716..63656 rows (stop 41), in groups whose covered configs lose beyond noise at some shape, so the one rule
-    # of each group kept the default at every row.  False reproduces the files up to stop 41.
+    # of each group kept the default at every row.  False reproduces the files up to df475948 (stop 41).
     split_mix_rows: bool = True
     # Span probes take every kernel a rule matches by its envelope in turn, and a rule ships only once the
     # latest round timed its config at each (``evidence.span_kernels``): on an H200 an RMSNorm rule whose
