@@ -217,10 +217,11 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
     taken = {(p.rows, p.cols) for p in points}
     items: list[PlanItem] = []
     for (kind, element_size, reductions, envelope, r), whole_group in sorted(size_groups(points).items()):
-        # One rule per group, or one per row band where the fit split the group's rows (``rowbands``).
+        # One rule per group, or one per band where the fit cut the group's rows or N (``rowbands``).
         for rule in (x for x in rules if x.config is not None and x.matches(kind, element_size, r, x.xnumel[0],
                                                                            reductions, envelope or None)):
-            group = [p for p in whole_group if rule.xnumel[0] <= p.x_pow2 <= rule.xnumel[1]]
+            group = [p for p in whole_group if rule.xnumel[0] <= p.x_pow2 <= rule.xnumel[1]
+                     and (rule.cols is None or rule.cols[0] <= p.cols <= rule.cols[1])]
             draw = _probe_draw(rule, group, points, r, taken, avoid, max_configs, params, max_bytes,
                                split_rows if kind.startswith("inner") else 0)
             if draw is None:
@@ -248,7 +249,8 @@ def _probe_draw(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[Sh
         return None
     need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
     configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
-    return _ProbeDraw(family, parents, points, kernels, configs, r, taken, avoid, max_configs, max_bytes, split_rows)
+    return _ProbeDraw(family, parents, points, kernels, configs, r, taken, avoid, max_configs, max_bytes, split_rows,
+                      rule.cols)
 
 
 def _edge_probes(draw: _ProbeDraw, rows: tuple[int, int], per_kernel: int, rng: random.Random) -> list[PlanItem]:
@@ -283,14 +285,19 @@ class _ProbeDraw:
     max_configs: int
     max_bytes: int  # the most a probe may keep resident on the GPU
     split_rows: int = 0  # below it Inductor splits N above 8192 into two kernels: no probe there
+    # The rule's N span: a probe outside it says nothing of the rule (``settle``), and a band cut in N spans part
+    # of its octave only (``rowbands.col_cuts``).  None: the whole octave.
+    cols: tuple[int, int] | None = None
 
     def probes(self, count: int, rows_band: tuple[int, int], kernels: Sequence[tuple[str, str]], rng: random.Random,
                first_class: int = 0) -> list[PlanItem]:
-        """``count`` probes with rows log-uniform over ``rows_band`` and N in the bucket, in each alignment
-        class in turn from ``first_class``, kernels in turn (none: the nearest studied shape's)."""
+        """``count`` probes with rows log-uniform over ``rows_band`` and N in the bucket and the rule's N span, in
+        each alignment class in turn from ``first_class``, kernels in turn (none: the nearest studied shape's)."""
         from .gate import resident_bytes
 
-        (rows_lo, rows_hi), cols_lo = rows_band, max(self.r // 2 + 1, 1)
+        (rows_lo, rows_hi), (cols_lo, cols_hi) = rows_band, (max(self.r // 2 + 1, 1), self.r)
+        if self.cols is not None:
+            cols_lo, cols_hi = max(cols_lo, self.cols[0]), min(cols_hi, self.cols[1])
         items: list[PlanItem] = []
         placed = 0
         for _ in range(SPAN_PROBE_ATTEMPTS * count):
@@ -300,7 +307,8 @@ class _ProbeDraw:
             # groups and the rejections.
             rows = min(rows_hi, max(rows_lo, round(math.exp(rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
             alignment = ALIGNMENT_CLASSES[(first_class + placed) % len(ALIGNMENT_CLASSES)]
-            cols = aligned_cols(rng.randint(cols_lo, self.r), cols_lo, self.r, alignment)
+            cols = aligned_cols(rng.randint(cols_lo, cols_hi), cols_lo, cols_hi, alignment) \
+                if cols_lo <= cols_hi else None
             if cols is None or (rows, cols) in self.taken or (rows, cols) in self.avoid \
                     or (rows < self.split_rows and cols >= INNER_SPLIT_MIN_RNUMEL):
                 continue

@@ -179,11 +179,12 @@ def splittable(kind: str, fit: GroupFit, params: FitParams) -> bool:
 
 
 def row_bands(kind: str, fit: GroupFit, family_rows: tuple[int, int], params: FitParams, allowed=None):
-    """The two row bands a group is cut into where no config serves all of its rows (``rowbands``), or None."""
+    """The two bands (of rows, or of N with ``split_cols``) a group is cut into where no config serves all of it
+    (``rowbands``), or None."""
     if not splittable(kind, fit, params):
         return None
     return rowbands.split(fit.points, lambda pts: fit_group(pts, params, allowed=allowed), family_rows,
-                          params.min_band_shapes)
+                          params.min_band_shapes, params.split_cols)
 
 
 def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), allowed=None) -> list[RuleSpec]:

@@ -28,10 +28,10 @@ import math
 from typing import Iterator, Sequence
 
 from .crossmeasure import PlanItem
-from .distill import candidates, families, fit_group, splittable
+from .distill import candidates, families, fit_group, row_bands, rows_of, splittable
 from .evidence import ShapePoint
 from .fitparams import FitParams
-from .rowbands import cuts
+from .rowbands import col_cuts, cuts
 from .space import SlotConfig
 
 # The least share of a set's shapes a candidate must be timed at already to be filled in (the docstring says why).
@@ -44,7 +44,8 @@ FILL_ORIGIN = "coverage fill"
 
 def fill_sets(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> Iterator[tuple[ShapePoint, ...]]:
     """Each size group's shapes, then, where the fit may cut its rows in two bands (``distill.splittable``), both
-    sides of every cut (``rowbands.cuts``), not only of the cut the fit chooses today.
+    sides of every cut (``rowbands.cuts``; of N too with ``FitParams.split_cols``, ``rowbands.col_cuts``), not only
+    of the cut the fit chooses today.
 
     The cut the fit chooses is decided by coverage too: on an H200 (stop 41) a persistent config of the
     RMSNorm training forward at N 1025..2048 (XBLOCK 1, 4 warps) won 1.07-1.56x at each of 221 shapes from 4113 to
@@ -52,13 +53,32 @@ def fill_sets(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> 
     that cut's bands never planned the one timing that moves the cut down (held-out set 31 reached 0.75 of its best
     found at 4725x1631 there)."""
     for (kind, *_), groups in families(points).items():
+        family_rows = rows_of(groups)
         for r in sorted(groups):
             fit = fit_group(groups[r], params)
             yield fit.points
-            if splittable(kind, fit, params):
-                for low, high in cuts(fit.points, params.min_band_shapes):
-                    yield tuple(low)
-                    yield tuple(high)
+            if not splittable(kind, fit, params):
+                continue
+            n_cuts = col_cuts(fit.points, params.min_band_shapes) if params.split_cols else ()
+            for low, high in (*cuts(fit.points, params.min_band_shapes), *n_cuts):
+                yield tuple(low)
+                yield tuple(high)
+            if params.split_cols:
+                # The row bands the fit cuts today, cut once more in N where no config serves them (``rowbands``).
+                for band_points in _row_bands_today(kind, fit, family_rows, params):
+                    for low, high in col_cuts(band_points, params.min_band_shapes):
+                        yield tuple(low)
+                        yield tuple(high)
+
+
+def _row_bands_today(kind: str, fit, family_rows: tuple[int, int], params: FitParams) -> list[tuple[ShapePoint, ...]]:
+    """The shapes of each row band of the cut the fit makes today (a band it cut in N again counts whole)."""
+    bands = row_bands(kind, fit, family_rows, params) or ()
+    by_rows: dict[tuple[int, int], list[ShapePoint]] = {}
+    for band in bands:
+        if band.axis != "cols":
+            by_rows.setdefault(band.xnumel, []).extend(band.fit.points)
+    return [tuple(points) for points in by_rows.values()]
 
 
 def leading_uncovered(shapes: Sequence[ShapePoint], per_set: int, params: FitParams = FitParams(),

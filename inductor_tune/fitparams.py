@@ -52,6 +52,10 @@ class FitParams:
     # 16716..63656 rows (stop 41), in groups whose covered configs lose beyond noise at some shape, so the one rule
     # of each group kept the default at every row.  False reproduces the files up to df475948 (stop 41).
     split_mix_rows: bool = True
+    # Where no config serves a whole size group, a cut in N competes with the cuts in rows (``rowbands.col_cuts``):
+    # on an H200 the LayerNorm forwards at N 4097..8192 had configs that won at N 4272..7374 and lost at N = 8192
+    # exactly (stop 41).  False reproduces the files up to 259a40e9 (stop 41).
+    split_cols: bool = True
     # Span probes take every kernel a rule matches by its envelope in turn, and a rule ships only once the
     # latest round timed its config at each (``evidence.span_kernels``): on an H200 an RMSNorm rule whose
     # probes of rmsnorm_fwd all held lost 3 % at llama_rmsnorm_fwd (held-out set 13).  False reproduces

@@ -132,3 +132,17 @@ def test_fill_share_out_of_range_or_alone_is_refused(capsys, argv, message):
     assert cli.main(["crossmeasure", "db/quack.sqlite", "--plan-only", "H200", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("inductor-tune: error:") and message in err and err.count("\n") == 1
+
+
+def test_both_sides_of_a_cut_in_n_are_filled():
+    """LEAD wins below the power of two and loses at it, at few rows and at many: no cut in rows isolates the N it
+    wins at, a cut in N does (``rowbands.col_cuts``), and the fill plans LEAD where that side lacks it."""
+    def at(rows, cols, speedups):
+        slot = KernelSlot(f"fw.red.x{rows}.r{cols}", False, rows, cols, False, False, "sum", "row_reads=1")
+        return ShapePoint("rmsnorm_fwd", rows, cols, "bf16", "inner_looped", "sum", slot, speedups, 0.0, ("study",),
+                          interleaved=frozenset(speedups))
+
+    group = [at(4096, 2048, {LEAD: 0.8}), at(8192, 1100, {LEAD: 1.2}), at(16384, 1300, {LEAD: 1.2}),
+             at(32768, 1500, {}), at(65536, 2048, {LEAD: 0.8})]
+    assert fill.fill_plan(group, 1, FitParams(split_cols=False)) == []
+    assert _planned(fill.fill_plan(group, 1)) == {(32768, (LEAD,))}

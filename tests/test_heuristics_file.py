@@ -112,6 +112,37 @@ def test_the_same_signature_in_disjoint_ranges_is_allowed(tmp_path):
     assert [r.rnumel for r in heur.rules] == [(2048, 4096), (8192, 8192)]
 
 
+def test_rules_of_one_size_group_cut_in_n_are_parted_by_their_n_spans(tmp_path):
+    """A size group cut in N (``rowbands.col_cuts``) gives rules of the same ranges and kernels: their measured N
+    spans part them, and a kernel between the spans gets neither."""
+    low, high = ({**_rule("sum"), "cols": list(span)} for span in ((2100, 3500), (4096, 4096)))
+    heur = _load(tmp_path, _doc(low, high))
+    assert heur.lookup("inner_looped", 2, 3000, 16384, "sum").cols == (2100, 3500)
+    assert heur.lookup("inner_looped", 2, 4096, 16384, "sum").cols == (4096, 4096)
+    assert heur.lookup("inner_looped", 2, 3800, 16384, "sum") is None
+    table = heur.table()
+    assert torch_rules.lookup("inner_looped", 2, 4096, 16384, table, "sum", rows=16384, cols=3800) is None
+    assert torch_rules.lookup("inner_looped", 2, 4096, 16384, table, "sum", rows=16384, cols=4096).cols == (4096, 4096)
+    # A rule without a span covers every N of its ranges, and spans that meet overlap.
+    for other in (_rule("sum"), {**_rule("sum"), "cols": [3500, 4096]}):
+        with pytest.raises(HeuristicsError, match="overlaps rules"):
+            _load(tmp_path, _doc(low, other))
+
+
+def test_a_rule_that_did_not_fit_a_kernel_leaves_its_sibling_in_n_offered():
+    """``torch_rules.mark_unfit`` keys on the spans too: the rules of a group cut in N share everything else."""
+    low, high = (torch_rules.Rule("inner_looped", 2, (4096, 4096), (1, 1024), True, 1, 4, reductions="sum",
+                                  cols=span) for span in ((2100, 3500), (4096, 4096)))
+    table = torch_rules.Table("NVIDIA H200", 90, 132, (low, high))
+    torch_rules._UNFIT.clear()
+    try:
+        torch_rules.mark_unfit(low, None)
+        assert torch_rules.lookup("inner_looped", 2, 4096, 512, table, "sum", rows=500, cols=3000) is None
+        assert torch_rules.lookup("inner_looped", 2, 4096, 512, table, "sum", rows=500, cols=4096) is high
+    finally:
+        torch_rules._UNFIT.clear()
+
+
 @pytest.mark.parametrize("path", [H200_FILE, HOLDOUT_FILE])
 def test_the_committed_files_sign_their_rules_and_share_sizes_across_signatures(path):
     heur = heuristics.parse(_committed(path), path)

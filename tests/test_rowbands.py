@@ -8,7 +8,9 @@ import dataclasses
 import distill_fixtures as fx
 import pytest
 
-from inductor_tune import crossmeasure, distill, rowbands
+import yaml
+
+from inductor_tune import crossmeasure, distill, heuristics, rowbands
 
 SPAN_ROUND = ("2026-11-25T10:00", "sqlite:///r1.sqlite", "1")
 
@@ -81,17 +83,27 @@ def test_a_band_is_settled_by_probes_at_its_own_rows(base):
     """A span probe lost at few rows holds back the rule of that band, not the band above it."""
     point, cfg = base
     group = _group(point, cfg, LOSES_LOW)
-    rules = distill.fit_rules(group)
     # A clean round in the high band, one probe of every alignment class of N.
     clean = [_probe(point, cfg, 70000 + k, cols, 1.3) for k, cols in enumerate(_aligned(point.r_pow2))]
+    # Measured at one N, the rule covers that N alone, and probes at any other N say nothing of it.
+    rules = distill.fit_rules(group)
+    assert rules[1].cols == (point.cols, point.cols) and not any(p.cols == point.cols for p in clean)
+    unsettled = distill.unsettled_rules(rules, [*group, *clean])
+    assert unsettled == {1: "no span-probe round has timed it inside its span yet"}
+    # Measured across the octave, the rule covers it, and the probes settle it.
+    group[2] = _with_cols(group[2], point.r_pow2 // 2 + 1)
+    rules = distill.fit_rules(group)
     assert not distill.unsettled_rules(rules, [*group, *clean])
     assert not distill.unsettled_rules(rules, [*group, *clean, _probe(point, cfg, 3000, point.cols, 0.80)])
     assert list(distill.unsettled_rules(rules, [*group, *clean, _probe(point, cfg, 100000, point.cols, 0.80)])) == [1]
 
 
 def _probe(point, cfg, rows, cols, ratio):
-    probe = _at(point, cfg, rows, ratio, probe=True, span=True, span_round=SPAN_ROUND, placed_by=cfg)
-    return dataclasses.replace(probe, cols=cols, slot=dataclasses.replace(probe.slot, rnumel=cols))
+    return _with_cols(_at(point, cfg, rows, ratio, probe=True, span=True, span_round=SPAN_ROUND, placed_by=cfg), cols)
+
+
+def _with_cols(point, cols):
+    return dataclasses.replace(point, cols=cols, slot=dataclasses.replace(point.slot, rnumel=cols))
 
 
 def _aligned(r_pow2):
@@ -102,9 +114,14 @@ def _aligned(r_pow2):
 def test_span_probes_of_a_band_stay_in_its_rows(base):
     point, cfg = base
     group = _group(point, cfg, LOSES_LOW)
+    # The high band measured across its octave of N, so that its rule's N span holds every alignment class.
+    group[2] = _with_cols(group[2], point.r_pow2 // 2 + 1)
+    high = distill.fit_rules(group)[1]
+    assert high.config == cfg and high.cols == (point.r_pow2 // 2 + 1, point.r_pow2)
     items = crossmeasure.span_probes(group, 6, seed=3)
     assert len(items) == 6
     assert all(65536 <= i.point.rows <= 262144 and i.configs[0] == cfg for i in items)
+    assert all(high.cols[0] <= i.point.cols <= high.cols[1] for i in items)
 
 
 def test_a_fused_mix_order_group_is_split_and_each_band_covers_only_its_own_rows():
@@ -118,3 +135,59 @@ def test_a_fused_mix_order_group_is_split_and_each_band_covers_only_its_own_rows
     # A mix-order band covers its own shapes' rows, never up to the family's most rows: its split sets its grid.
     assert high.xnumel == (32768, 65536) and high.rows == (32768, 65536)
     assert low.xnumel == (2048, 4096)
+
+
+def _at_n(point, cfg, rows, cols, ratio):
+    return _with_cols(_at(point, cfg, rows, ratio), cols)
+
+
+def _octave(r):
+    """Three N below the power of two r, in three eighths of its octave, and r itself."""
+    return r // 2 + r // 8, r // 2 + r // 4, r - r // 8, r
+
+
+def test_a_group_whose_config_loses_at_the_power_of_two_is_cut_in_n(base):
+    """On an H200 the LayerNorm forwards at N 4097..8192 had configs that won at N 4272..7374 and lost at N = 8192
+    exactly, where Inductor's default needs no mask (stop 41): a cut in N serves the rest of the octave."""
+    point, cfg = base
+    *below, r = _octave(point.r_pow2)
+    group = [_at_n(point, cfg, rows, cols, 1.3) for rows in (2048, 65536) for cols in below]
+    group += [_at_n(point, cfg, rows, r, 0.85) for rows in (2048, 65536)]
+    assert [x.config for x in distill.fit_rules(group, distill.FitParams(split_cols=False))] == [None]
+    low, high = distill.fit_rules(group)
+    assert low.config == cfg and low.cols == (below[0], below[-1]) and len(low.evidence.shapes) == 6
+    assert high.config is None and high.cols == (r, r)
+    # Both cover the family's rows; N between the two sides, never measured, has no rule.
+    assert low.xnumel == high.xnumel == (2048, 65536) and low.rows == high.rows == (2048, 65536)
+    assert not any(x.matches(point.kind, point.element_size, r, 4096, point.reductions, point.envelope or None,
+                             cols=below[-1] + 1) for x in (low, high))
+    # The file keeps them as two rules: their N spans part them (``heuristics.parse``).
+    text = heuristics.to_yaml(heuristics.Heuristics(fx.fixture_points()[0], (low, high)))
+    parsed = heuristics.parse(yaml.safe_load(text), "h.yaml").rules
+    assert [(x.xnumel, x.cols, x.config) for x in parsed] == [(x.xnumel, x.cols, x.config) for x in (low, high)]
+
+
+def test_a_row_band_no_config_serves_is_cut_again_in_n(base):
+    """Few rows won at every N; many rows won at the top quarter of the octave only: three bands."""
+    point, cfg = base
+    octave = _octave(point.r_pow2)
+    group = [_at_n(point, cfg, rows, cols, 1.3) for rows in (2048, 4096, 8192) for cols in octave]
+    group += [_at_n(point, cfg, rows, cols, 1.3 if cols >= octave[2] else 0.85) for rows in (65536, 131072)
+              for cols in octave]
+    rules = distill.fit_rules(group)
+    assert [(x.xnumel, x.cols, x.config) for x in rules] == [
+        ((2048, 8192), (octave[0], octave[3]), cfg), ((65536, 131072), (octave[0], octave[1]), None),
+        ((65536, 131072), (octave[2], octave[3]), cfg)]
+    assert [x.config for x in distill.fit_rules(group, distill.FitParams(split_cols=False))] == [cfg, None]
+
+
+def test_cuts_in_n_fall_between_eighths_of_the_octave_and_below_its_power_of_two():
+    r = 8192
+    assert [rowbands.n_part(n, r) for n in (4097, 4608, 4609, 7374, 8191, 8192)] == [1, 1, 2, 7, 8, 9]
+    point = fx.fixture_points()[1][0]
+
+    def at(*ns):
+        return [dataclasses.replace(point, cols=n, slot=dataclasses.replace(point.slot, rnumel=n)) for n in ns]
+
+    assert not list(rowbands.col_cuts(at(5, 6, 7, 8), 1))  # an octave of four N is not cut
+    assert len(list(rowbands.col_cuts(at(10, 12, 14, 16), 1))) == 3  # one of eight is

@@ -19,13 +19,17 @@ ROUND_2 = ("2026-11-23T11:00", "sqlite:///r2.sqlite", "2")
 
 @pytest.fixture(scope="module")
 def fitted():
-    """A real point with an interleaved config, a copy of it at other rows, and the rule a fit of both
-    adopts for that config."""
+    """A real point with an interleaved config, two copies of it at other rows and at both ends of its octave
+    of N, and the rule a fit of both adopts for that config.  A rule covers only the N its shapes were measured
+    at, and a probe at any other N says nothing of it (``settle``): measured across the octave, it covers every N
+    a round's probes take."""
     for p in fx.fixture_points()[1]:
         if p.interleaved and not p.probe:
             cfg = sorted(p.interleaved, key=lambda c: c.describe())[0]
-            pair = [dataclasses.replace(p, rows=p.rows + k, speedups={cfg: 1.2}, noise=0.015,
-                                        interleaved=frozenset({cfg}), failed=frozenset()) for k in (0, 1)]
+            pair = [dataclasses.replace(p, rows=p.rows + k, cols=cols, slot=dataclasses.replace(p.slot, rnumel=cols),
+                                        speedups={cfg: 1.2}, noise=0.015, interleaved=frozenset({cfg}),
+                                        failed=frozenset())
+                    for k, cols in enumerate((p.r_pow2 // 2 + 1, p.r_pow2))]
             rules = distill.fit_rules(pair)
             if len(rules) == 1 and rules[0].config == cfg:
                 return pair, rules, cfg

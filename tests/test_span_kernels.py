@@ -99,14 +99,18 @@ def test_edge_probes_take_every_kernel_of_a_rule_at_the_lowest_octave_of_its_row
 
 
 def _fitted_with_twin(points):
-    """A rule fitted on two rows of one looped RMSNorm shape and one of a second kernel of its family."""
+    """A rule fitted on two rows of one looped RMSNorm shape, at both ends of its octave of N, and one of a second
+    kernel of its family.  A rule covers only the N its shapes were measured at, and a probe at any other N says
+    nothing of it (``settle``): measured across the octave, it covers every N a round's probes take."""
     studied, _ = _looped_sum(points)
     for p in studied:
+        ends = (p.r_pow2 // 2 + 1, p.r_pow2)
         for cfg in sorted(p.interleaved, key=lambda c: c.describe()):
-            shapes = [dataclasses.replace(p, kernel=kernel, rows=p.rows + k, slot=dataclasses.replace(p.slot, xnumel=p.rows + k),
+            shapes = [dataclasses.replace(p, kernel=kernel, rows=p.rows + k, cols=cols,
+                                          slot=dataclasses.replace(p.slot, xnumel=p.rows + k, rnumel=cols),
                                           speedups={cfg: 1.2}, noise=0.015, interleaved=frozenset({cfg}),
                                           failed=frozenset())
-                      for k, kernel in enumerate(("rmsnorm_fwd", "rmsnorm_fwd", TWIN))]
+                      for k, (kernel, cols) in enumerate(zip(("rmsnorm_fwd", "rmsnorm_fwd", TWIN), (*ends, p.cols)))]
             rules = distill.fit_rules(shapes)
             if len(rules) == 1 and rules[0].config == cfg:
                 return shapes, rules, cfg

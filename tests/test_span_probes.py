@@ -24,12 +24,38 @@ def points():
     return list(fx.fixture_points()[1])
 
 
+@pytest.fixture(scope="module")
+def spanning(points):
+    """The fixture's points with each size group's lowest study moved to N = r/2 + 1 and its highest to N = r (a
+    lone study is copied there).  A rule covers only the N its shapes were measured at, and most of the fixture's
+    groups were measured at one N, where one alignment class lies; here each rule covers its whole octave.  Moved,
+    not added: more shapes would let the fit cut more groups in row bands."""
+    spread, copies, studies = list(points), [], {}
+    for i, p in enumerate(points):
+        if not p.probe:
+            studies.setdefault((*p.family, p.r_pow2), []).append(i)
+    for (*_, r), indices in sorted(studies.items()):
+        order = sorted(indices, key=lambda i: (points[i].cols, points[i].rows))
+        low, high = order[0], order[-1]
+        spread[high] = _with_cols(points[high], r)
+        if low == high:
+            copies.append(_with_cols(points[low], r // 2 + 1))
+        else:
+            spread[low] = _with_cols(points[low], r // 2 + 1)
+    return [*spread, *copies]
+
+
+def _with_cols(point, cols):
+    return dataclasses.replace(point, cols=cols, slot=dataclasses.replace(point.slot, rnumel=cols))
+
+
 def _rule_of(rules, point):
     return next((r for r in rules if r.config is not None and r.matches(
         point.kind, point.element_size, point.r_pow2, r.xnumel[0], point.reductions, point.envelope or None)), None)
 
 
-def test_span_probes_lie_inside_config_rules_spans_off_every_studied_and_avoided_shape(points):
+def test_span_probes_lie_inside_config_rules_spans_off_every_studied_and_avoided_shape(spanning):
+    points = spanning
     params = distill.FitParams()
     rules = distill.fit_rules(points, params)
     items = crossmeasure.span_probes(points, 3, seed=5)
@@ -45,6 +71,7 @@ def test_span_probes_lie_inside_config_rules_spans_off_every_studied_and_avoided
         rule = _rule_of(rules, p)
         assert rule is not None and item.configs[0] == rule.config  # what the rule claims, timed first
         assert rule.rows[0] <= p.rows <= rule.rows[1] and p.r_pow2 // 2 < p.cols <= p.r_pow2
+        assert rule.cols[0] <= p.cols <= rule.cols[1]  # outside it the rule never applies: the probe says nothing
         assert (p.rows, p.cols) not in studied and p.probe and p.span and not p.speedups
         assert p.slot.xnumel == p.rows and p.slot.rnumel == p.cols and p.slot.key.endswith(f"x{p.rows}.r{p.cols}")
         assert not any(slot_violations(p.slot, c) for c in item.configs)
@@ -170,11 +197,11 @@ def test_crossmeasure_span_probe_arguments_and_bad_draw_files_are_one_line(tmp_p
     assert not storage.exists() and bad.read_text() == text
 
 
-def test_span_probes_take_n_from_every_alignment_class_in_turn(points):
+def test_span_probes_take_n_from_every_alignment_class_in_turn(spanning):
     """A rule lost 12-16 % on an H200 only where N = 4 (mod 8), a class a uniform N meets one time in
     eight: each group's successive probes take N from each alignment class in turn."""
     classes = crossmeasure.ALIGNMENT_CLASSES
-    items = crossmeasure.span_probes(points, len(classes), seed=11)
+    items = crossmeasure.span_probes(spanning, len(classes), seed=11)
     by_group = {}
     for item in items:
         p = item.point
@@ -182,6 +209,28 @@ def test_span_probes_take_n_from_every_alignment_class_in_turn(points):
     assert by_group
     for key, cols in by_group.items():
         assert [c % m == r for c, (m, r) in zip(cols, classes)] == [True] * len(classes), (key, cols)
+
+
+def test_span_probes_of_a_rule_keep_to_its_n_span(points):
+    """A rule covers only the N its group was measured at (``distill.fit_rules``), so a probe above that span times
+    N the rule never applies at and settles nothing (``settle``): a group measured only in the lower part of its
+    octave of N is probed there alone, edge probes included."""
+    for (*_, r), group in sorted(distill.size_groups(points).items()):
+        if r < 1024 or len(group) < 2:
+            continue
+        span = (r // 2 + 1, r // 2 + r // 8)
+        low = [_with_cols(p, span[k % 2]) for k, p in enumerate(group)]
+        rules = [x for x in distill.fit_rules(low) if x.config is not None]
+        if len(rules) == 1:
+            break
+    else:
+        pytest.fail("the fixture has no size group whose config a fit adopts")
+    [rule] = rules
+    assert rule.cols == span and rule.cols[1] < r
+    count = 2 * len(crossmeasure.ALIGNMENT_CLASSES)
+    items = crossmeasure.span_probes(low, count, seed=7, edge_per_kernel=2)
+    assert len(items) == count + 2  # the span holds N of every alignment class: none is dropped
+    assert all(rule.cols[0] <= i.point.cols <= rule.cols[1] for i in items), sorted(i.point.cols for i in items)
 
 
 def test_no_probe_of_an_inner_reduction_lands_where_inductor_splits_it(points):
@@ -218,9 +267,12 @@ def test_aligned_cols_moves_n_to_the_nearest_member_of_its_class_inside_the_buck
     assert crossmeasure.aligned_cols(cols, lo, hi, alignment) == expected
 
 
-def test_probes_keep_within_the_memory_bound_they_are_given(points, tmp_path, capsys):
+def test_probes_keep_within_the_memory_bound_they_are_given(spanning, tmp_path, capsys):
     """A probe keeps at most ``max_bytes`` resident (``crossmeasure --max-gib``): the bound decides which rows
     of a rule's band a round can reach at all (docs/rules.md, stop 31)."""
+    # Rules that reach the top of their octave of N, where the most rows keep the most resident.
+    points = spanning
+
     def resident(items):
         return [gate.resident_bytes(i.point.kernel, i.point.rows, i.point.cols, i.point.dtype) for i in items]
 

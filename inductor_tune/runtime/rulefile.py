@@ -146,8 +146,11 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         for j, other in enumerate(rules):
             same_kernels = (other.reductions is None or reductions is None or other.reductions == reductions) and (
                 not other.envelopes or not envelopes or set(other.envelopes) & set(envelopes))
+            # Rules of one size group cut in N (``rowbands.col_cuts``) share their pow2 ranges and part by their
+            # measured N spans; a rule without spans covers every size of its ranges.
             if (other.kind, other.element_size) == (kind, element_size) and same_kernels \
-                    and _overlap(other.rnumel, rnumel) and _overlap(other.xnumel, xnumel):
+                    and _overlap(other.rnumel, rnumel) and _overlap(other.xnumel, xnumel) \
+                    and _spans_overlap(other.rows, rule.rows) and _spans_overlap(other.cols, rule.cols):
                 raise HeuristicsError(f"{where}: overlaps rules[{j}] ({other.describe()})")
         rules.append(rule)
     unsplit = _parse_unsplit(doc.get("unsplit") or [], gpu, source)
@@ -343,6 +346,10 @@ def _span(value: Any, where: str) -> tuple[int, int] | None:
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
+
+
+def _spans_overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    return a is None or b is None or _overlap(a, b)
 
 
 def load(path: str) -> Heuristics:

@@ -282,8 +282,8 @@ def envelope_of_features(features) -> Optional[str]:
 _UNFIT: set = set()
 
 
-def rule_key(rule: "Rule") -> tuple:
-    return rule.kind, rule.element_size, rule.reductions, rule.rnumel, rule.xnumel
+def rule_key(rule: "Rule") -> tuple:  # with the spans: rules of one size group cut in N share the rest
+    return rule.kind, rule.element_size, rule.reductions, rule.rnumel, rule.xnumel, rule.rows, rule.cols
 
 
 def mark_unfit(rule: "Rule", envelope: Optional[str]) -> None:
