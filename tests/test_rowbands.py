@@ -1,13 +1,13 @@
 """Where no config serves a whole size group, the fit splits its rows in two bands and fits each
 (``rowbands``, ``FitParams.split_rows``).  On an H200 a persistent RMSNorm forward config won 1.2-1.8x
 at 114003 and 262144 rows and lost at one probe of 2076 rows, so the one rule of its group kept the
-default everywhere.  The fixture's real H200 points carry the slots; rows and speedups are set here."""
+default everywhere.  Or in N (``FitParams.split_cols``), where a config loses at the power of two only.  The
+fixture's real H200 points carry the slots; rows, N and speedups are set here."""
 
 import dataclasses
 
 import distill_fixtures as fx
 import pytest
-
 import yaml
 
 from inductor_tune import crossmeasure, distill, heuristics, rowbands
