@@ -64,6 +64,7 @@ from .heuristics import RuleSpec
 from .problem import Problem, Shape
 from .shapes import ALIGNMENT_CLASSES
 from .records import TimingSpec
+from .runtime import torch_rules
 from .runtime.rulefile import INNER_SPLIT_MIN_RNUMEL
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, SlotConfig, TrialConfig, slot_violations
 from .tasks import Remeasured, RemeasureTask
@@ -220,8 +221,8 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
         # One rule per group, or one per band where the fit cut the group's rows or N (``rowbands``).
         for rule in (x for x in rules if x.config is not None and x.matches(kind, element_size, r, x.xnumel[0],
                                                                            reductions, envelope or None)):
-            group = [p for p in whole_group if rule.xnumel[0] <= p.x_pow2 <= rule.xnumel[1]
-                     and (rule.cols is None or rule.cols[0] <= p.cols <= rule.cols[1])]
+            group = [p for p in whole_group
+                     if rule.xnumel[0] <= p.x_pow2 <= rule.xnumel[1] and torch_rules.within(rule.cols, p.cols)]
             draw = _probe_draw(rule, group, points, r, taken, avoid, max_configs, params, max_bytes,
                                split_rows if kind.startswith("inner") else 0)
             if draw is None:

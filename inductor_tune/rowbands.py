@@ -117,10 +117,8 @@ def _best_cut(sides: Sequence[tuple[str, list[ShapePoint], list[ShapePoint]]],
     the pow2 row buckets the cut shapes span, which both sides of a cut in N cover."""
     best, best_key = None, None
     for axis, low, high in sides:
-        if axis == "rows":
-            low_top, high_bottom = max(p.x_pow2 for p in low), min(p.x_pow2 for p in high)
-        else:
-            low_top, high_bottom = rows[1], rows[0]
+        xnumels = (((rows[0], max(p.x_pow2 for p in low)), (min(p.x_pow2 for p in high), rows[1])) if axis == "rows"
+                   else (rows, rows))
         fits = (fit(low), fit(high))
         served = [f for f in fits if f.config is not None]
         if not served:
@@ -131,5 +129,5 @@ def _best_cut(sides: Sequence[tuple[str, list[ShapePoint], list[ShapePoint]]],
                                                        for f in served))
         if best_key is None or key > best_key:
             best_key = key
-            best = (Band((rows[0], low_top), fits[0], axis), Band((high_bottom, rows[1]), fits[1], axis))
+            best = (Band(xnumels[0], fits[0], axis), Band(xnumels[1], fits[1], axis))
     return best
