@@ -1,0 +1,70 @@
+"""Why a heuristic file keeps Inductor's default where a best-found study beat it: one row per kernel slot.
+
+Reads `validate --suite ... --db <best-found studies>` records and, at each problem where no rule applied and the
+best found ran at least ``--min-gain`` times the default, looks up every reduction kernel of the problem in the
+given heuristic file (as `validate` does: `heuristics.rule_for_slot`, with the reduction hint of Inductor's own
+compile). It prints the rule that covers the kernel and the reason its evidence gives for keeping the default, or
+says that no rule covers it. A problem's gap is the step a launch rule would have to take there; the reason says
+what kept the fit from taking it (no config won at every shape of its group, a span round that found a loss, a row
+or N span the evidence did not reach).
+
+Usage: python3 experiments/gap_rules.py HEURISTICS.yaml VALIDATION.sqlite [...] [--min-gain 1.1]
+"""
+
+import argparse
+import json
+
+from inductor_tune import figdata, heuristics
+from inductor_tune.runtime.launch import KernelSlot
+from inductor_tune.validate import HEURISTICS
+
+
+def gap_problems(db_paths, min_gain):
+    """(row, record) of each latest problem where no rule applied and the best found beat the default by ``min_gain``."""
+    out = []
+    for path in db_paths:
+        latest = {(r.kernel, r.shape, r.dtype): r for r in figdata.validation_rows(path)
+                  if r.best_found() and r.variant(HEURISTICS) and not r.heuristics_applied
+                  and r.best_found().ratio_to_default >= min_gain}
+        for rec in figdata.validation_records(path):  # oldest first: the latest record of a problem wins
+            key = (rec.kernel, f"{rec.rows}x{rec.cols}", rec.dtype)
+            if key in latest:
+                latest[key] = (latest[key][0] if isinstance(latest[key], tuple) else latest[key], rec)
+        out += [v for v in latest.values() if isinstance(v, tuple)]
+    return sorted(out, key=lambda pair: -pair[0].best_found().ratio_to_default)
+
+
+def slot_rules(heur, rec):
+    """(slot, Inductor's reduction hint, rule or None) for every reduction kernel of one validation record."""
+    result = json.loads(rec.result_json)
+    slots = [KernelSlot(**s) for s in result.get("slots") or []]
+    hints = heuristics.slot_hints(slots, json.dumps(result.get("default_choice") or []))
+    return [(slot, hints.get(slot.key), heuristics.rule_for_slot(heur, slot, rec.dtype, hints.get(slot.key)))
+            for slot in slots]
+
+
+def reason(slot, hint, rule) -> str:
+    if rule is None and hint is None and not slot.mix_order:
+        return "Inductor's reduction hint for this kernel was not recorded, so no rule can be looked up"
+    if rule is None:
+        return "no rule covers this kernel (its kind, reductions, what it reads and writes, rows and N)"
+    note = " ".join(rule.evidence.note.split())
+    return f"{rule.describe()} rows {rule.rows} N {rule.cols}: {note[:240]}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("heuristics")
+    parser.add_argument("databases", nargs="+")
+    parser.add_argument("--min-gain", type=float, default=1.1)
+    args = parser.parse_args(argv)
+    heur = heuristics.load(args.heuristics)
+    print(f"heuristics {heur.digest()[:8]}: problems with no rule applied and best found >= {args.min_gain:g}x default")
+    for row, rec in gap_problems(args.databases, args.min_gain):
+        print(f"\n{row.kernel} {row.shape}: best found {row.best_found().ratio_to_default:.3f}x default")
+        for slot, hint, rule in slot_rules(heur, rec):
+            print(f"  {slot.key} ({slot.reductions or '?'}): {reason(slot, hint, rule)}")
+
+
+if __name__ == "__main__":
+    main()
