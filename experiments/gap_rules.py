@@ -20,17 +20,15 @@ from inductor_tune.validate import HEURISTICS
 
 
 def gap_problems(db_paths, min_gain):
-    """(row, record) of each latest problem where no rule applied and the best found beat the default by ``min_gain``."""
+    """(row, record) of each latest problem where no rule applied and the best found beat the default by ``min_gain``
+    (one heuristic file per database, as `validate --storage` writes them)."""
     out = []
     for path in db_paths:
-        latest = {(r.kernel, r.shape, r.dtype): r for r in figdata.validation_rows(path)
-                  if r.best_found() and r.variant(HEURISTICS) and not r.heuristics_applied
-                  and r.best_found().ratio_to_default >= min_gain}
-        for rec in figdata.validation_records(path):  # oldest first: the latest record of a problem wins
-            key = (rec.kernel, f"{rec.rows}x{rec.cols}", rec.dtype)
-            if key in latest:
-                latest[key] = (latest[key][0] if isinstance(latest[key], tuple) else latest[key], rec)
-        out += [v for v in latest.values() if isinstance(v, tuple)]
+        # Oldest first, so the latest record of a problem is the one kept, as validation_rows keeps it.
+        records = {(rec.kernel, f"{rec.rows}x{rec.cols}", rec.dtype): rec for rec in figdata.validation_records(path)}
+        out += [(row, records[(row.kernel, row.shape, row.dtype)]) for row in figdata.validation_rows(path)
+                if row.best_found() and row.variant(HEURISTICS) and not row.heuristics_applied
+                and row.best_found().ratio_to_default >= min_gain]
     return sorted(out, key=lambda pair: -pair[0].best_found().ratio_to_default)
 
 
