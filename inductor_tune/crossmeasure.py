@@ -299,6 +299,8 @@ class _ProbeDraw:
         (rows_lo, rows_hi), (cols_lo, cols_hi) = rows_band, (max(self.r // 2 + 1, 1), self.r)
         if self.cols is not None:
             cols_lo, cols_hi = max(cols_lo, self.cols[0]), min(cols_hi, self.cols[1])
+        if cols_lo > cols_hi:  # a rule's measured N lies in its octave, so this guards a malformed span only
+            return []
         items: list[PlanItem] = []
         placed = 0
         for _ in range(SPAN_PROBE_ATTEMPTS * count):
@@ -308,8 +310,7 @@ class _ProbeDraw:
             # groups and the rejections.
             rows = min(rows_hi, max(rows_lo, round(math.exp(rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
             alignment = ALIGNMENT_CLASSES[(first_class + placed) % len(ALIGNMENT_CLASSES)]
-            cols = aligned_cols(rng.randint(cols_lo, cols_hi), cols_lo, cols_hi, alignment) \
-                if cols_lo <= cols_hi else None
+            cols = aligned_cols(rng.randint(cols_lo, cols_hi), cols_lo, cols_hi, alignment)
             if cols is None or (rows, cols) in self.taken or (rows, cols) in self.avoid \
                     or (rows < self.split_rows and cols >= INNER_SPLIT_MIN_RNUMEL):
                 continue
