@@ -48,11 +48,23 @@ def test_install_changes_a_rule_shape_and_leaves_a_keep_default_shape_alone(ship
         return next((k for k, s in CATALOG.items() if not s.backward and s.envelope in rule.envelopes
                      and torch_rules.kernel_signature(s.reductions.split("+"), False) == rule.reductions), None)
 
+    def shape_in(rule):
+        # Inside the rule's measured rows and N where it has them: a rule cut in N or rows leaves the rest of its
+        # size bucket to its neighbours.
+        low, high = rule.rows or rule.xnumel
+        return min(max(low, 8192), high), rule.cols[1] if rule.cols else rule.rnumel[0]
+
+    def owns(rule):
+        rows, cols = shape_in(rule)
+        return heur.lookup(rule.kind, rule.element_size, cols, rows, rule.reductions,
+                           next(iter(rule.envelopes), None)) == rule
+
     family = lambda r: (r.kind, r.reductions, r.envelopes)  # noqa: E731
     rule, kept = next((rule, kept) for rule in heur.rules if rule.kind == "inner_looped" and rule.config is not None
-                      and kernel_for(rule) for kept in heur.rules if family(kept) == family(rule) and kept.config is None)
-    kernel, rows = kernel_for(rule), min(max(rule.xnumel[0], 8192), rule.xnumel[1])
-    shape = f"{rows}x{rule.rnumel[0]}"
+                      and kernel_for(rule) and owns(rule)
+                      for kept in heur.rules if family(kept) == family(rule) and kept.config is None)
+    kernel, (rows, cols) = kernel_for(rule), shape_in(rule)
+    shape = f"{rows}x{cols}"
     default = _launch_configs(kernel, shape)[0]
     mark = len(heuristics.applied_rules())
     installed = _launch_configs(kernel, shape, heur)[0]
