@@ -19,16 +19,19 @@ from inductor_tune.runtime.launch import KernelSlot
 from inductor_tune.validate import HEURISTICS
 
 
+def rows_with_records(path):
+    """(validation row, its record) of the latest record of every problem in one validation database."""
+    # Oldest first, so the latest record of a problem is the one kept, as validation_rows keeps it.
+    records = {(rec.kernel, f"{rec.rows}x{rec.cols}", rec.dtype): rec for rec in figdata.validation_records(path)}
+    return [(row, records[(row.kernel, row.shape, row.dtype)]) for row in figdata.validation_rows(path)]
+
+
 def gap_problems(db_paths, min_gain):
     """(row, record) of each latest problem where no rule applied and the best found beat the default by ``min_gain``
     (one heuristic file per database, as `validate --storage` writes them)."""
-    out = []
-    for path in db_paths:
-        # Oldest first, so the latest record of a problem is the one kept, as validation_rows keeps it.
-        records = {(rec.kernel, f"{rec.rows}x{rec.cols}", rec.dtype): rec for rec in figdata.validation_records(path)}
-        out += [(row, records[(row.kernel, row.shape, row.dtype)]) for row in figdata.validation_rows(path)
-                if row.best_found() and row.variant(HEURISTICS) and not row.heuristics_applied
-                and row.best_found().ratio_to_default >= min_gain]
+    out = [(row, rec) for path in db_paths for row, rec in rows_with_records(path)
+           if row.best_found() and row.variant(HEURISTICS) and not row.heuristics_applied
+           and row.best_found().ratio_to_default >= min_gain]
     return sorted(out, key=lambda pair: -pair[0].best_found().ratio_to_default)
 
 

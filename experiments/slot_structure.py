@@ -25,7 +25,7 @@ import json
 import math
 from collections import defaultdict
 
-from inductor_tune import figdata
+from gap_rules import rows_with_records
 from inductor_tune.validate import HEURISTICS
 
 CLASSES = ("one kernel", "fused mix-order", "row kernel + column reductions", "split")
@@ -43,14 +43,8 @@ def structure(slots, rows: int, cols: int) -> str:
 
 def problems(db_paths):
     """(class, validation row) of the latest record of every problem in the databases."""
-    out = []
-    for path in db_paths:
-        records = {(rec.kernel, f"{rec.rows}x{rec.cols}", rec.dtype): rec for rec in figdata.validation_records(path)}
-        for row in figdata.validation_rows(path):
-            rec = records[(row.kernel, row.shape, row.dtype)]
-            slots = json.loads(rec.result_json).get("slots") or []
-            out.append((structure(slots, rec.rows, rec.cols), row))
-    return out
+    return [(structure(json.loads(rec.result_json).get("slots") or [], rec.rows, rec.cols), row)
+            for path in db_paths for row, rec in rows_with_records(path)]
 
 
 def heldout_table(pairs) -> list[tuple]:
