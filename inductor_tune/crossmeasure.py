@@ -59,7 +59,7 @@ import random
 from typing import Container, Sequence
 
 from .distill import FitParams, candidates, fit_rules, size_groups
-from .evidence import ShapePoint, probe_parent, probe_point, runs_over_rows, span_kernels
+from .evidence import ShapePoint, probe_parent, probe_point, record_key, runs_over_rows, span_kernels
 from .heuristics import RuleSpec
 from .problem import Problem, Shape
 from .shapes import ALIGNMENT_CLASSES
@@ -88,7 +88,7 @@ class PlanItem:
 
     @property
     def problem(self) -> Problem:
-        return Problem(self.point.kernel, Shape(self.point.rows, self.point.cols), self.point.dtype)
+        return Problem(self.point.kernel, Shape(*self.point.compiled), self.point.dtype)
 
     def trial_configs(self) -> list[TrialConfig]:
         """Inductor's default first, then each candidate forced onto this shape's kernel."""
@@ -110,7 +110,7 @@ def probes(points: Sequence[ShapePoint], kinds: Sequence[str] = PROBED_KINDS) ->
     for p in points:
         rows = p.rows * 3 // 2
         key = (p.kernel, rows, p.cols, p.dtype)
-        if p.kind in kinds and not p.probe and p.slot.xnumel == p.rows and p.rows % 2 == 0 \
+        if p.kind in kinds and runs_over_rows(p) and not p.probe and p.rows % 2 == 0 \
                 and key not in studied and key not in out:
             out[key] = probe_point(p, rows)
     return [out[k] for k in sorted(out)]
@@ -203,19 +203,21 @@ def aligned_cols(cols: int, lo: int, hi: int, alignment: tuple[int, int]) -> int
 
 def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: Container[tuple[int, int]] = (),
                 max_configs: int = 8, params: FitParams = FitParams(), edge_per_kernel: int = 0,
-                max_bytes: int = SPAN_PROBE_MAX_BYTES, split_rows: int = 0) -> list[PlanItem]:
+                max_bytes: int = SPAN_PROBE_MAX_BYTES, split_rows: int = 0, capability_major: int = 9
+                ) -> list[PlanItem]:
     """``per_group`` random probes inside the span of each size group whose fitted rule sets a config (see
     the module's docstring), each timing that config and the group's covered candidates, at most
     ``max_configs``; and ``edge_per_kernel`` more per kernel the rule matches, at its lowest rows (edge
     probes).  A pure function of its arguments; ``avoid``: (rows, cols) kept out for every kernel
     (held-out draws), besides every shape the points measured; ``max_bytes``: the most a probe may keep
     resident on the GPU; ``split_rows``: rows below which Inductor splits an inner reduction of N above
-    8192 (2 x the GPU's SMs; 0: none), where no probe of one is drawn (the module's docstring says why)."""
+    8192 (2 x the GPU's SMs; 0: none), where no probe of one is drawn (the module's docstring says why), and
+    where a rule fitted on split kernels (focused studies) takes its probes (``split_probes``)."""
     rng = random.Random(seed)
-    # Edge probes draw from their own stream, so a seed's span probes are the same with or without them.
-    edge_rng = random.Random(f"edge:{seed}")
+    # Edge and split probes draw from their own streams, so a seed's span probes are the same with or without them.
+    edge_rng, split_rng = random.Random(f"edge:{seed}"), random.Random(f"split:{seed}")
     rules = fit_rules(points, params)
-    taken = {(p.rows, p.cols) for p in points}
+    taken = {p.compiled for p in points}
     items: list[PlanItem] = []
     for (kind, element_size, reductions, envelope, r), whole_group in sorted(size_groups(points).items()):
         # One rule per group, or one per band where the fit cut the group's rows or N (``rowbands``).
@@ -226,6 +228,8 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
             draw = _probe_draw(rule, group, points, r, taken, avoid, max_configs, params, max_bytes,
                                split_rows if kind.startswith("inner") else 0)
             if draw is None:
+                items += _split_probes(rule, group, points, per_group, split_rng, taken, avoid, max_configs, params,
+                                       max_bytes, split_rows, capability_major)
                 continue
             items += draw.probes(per_group, rule.rows, draw.kernels, rng)
             if edge_per_kernel:
@@ -248,10 +252,36 @@ def _probe_draw(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[Sh
     # later round could settle them (docs/rules.md, stop 31).
     if not parents and not kernels:
         return None
-    need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
-    configs = [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
-    return _ProbeDraw(family, parents, points, kernels, configs, r, taken, avoid, max_configs, max_bytes, split_rows,
+    return _ProbeDraw(family, parents, points, kernels, _rule_configs(rule, group, params), r, taken, avoid, max_configs, max_bytes, split_rows,
                       rule.cols)
+
+
+def _rule_configs(rule: RuleSpec, group: Sequence[ShapePoint], params: FitParams) -> list[SlotConfig]:
+    """What a span probe of ``rule`` times: its config, then the group's covered candidates."""
+    need = max(params.min_shapes, math.ceil(params.min_coverage * len(group)))
+    return [rule.config] + [c.config for c in candidates(group, params) if len(c.measured) >= need]
+
+
+def _split_probes(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[ShapePoint], count: int,
+                  rng: random.Random, taken: set, avoid: Container[tuple[int, int]], max_configs: int,
+                  params: FitParams, max_bytes: int, split_rows: int, capability_major: int) -> list[PlanItem]:
+    """Span probes of a rule fitted on split kernels: problems whose split kernel lies in its span."""
+    from .gate import resident_bytes
+    from .split_probes import SplitDraw, split_parents
+
+    parents = split_parents(group, points)
+    if not parents or rule.rows is None or rule.cols is None or not split_rows:
+        return []
+    draw = SplitDraw(parents, rule.rows, rule.cols, split_rows // 2, capability_major)
+    configs = _rule_configs(rule, group, params)
+    items = []
+    for point, _ in draw.problems(count, rng, taken, avoid,
+                                  lambda kernel, rows, cols: resident_bytes(kernel, rows, cols, parents[0].dtype)
+                                  <= max_bytes):
+        legal = list(dict.fromkeys(c for c in configs if not slot_violations(point.slot, c)))[:max_configs]
+        if legal:
+            items.append(PlanItem(point, tuple(legal), tuple(() for _ in legal)))
+    return items
 
 
 def _edge_probes(draw: _ProbeDraw, rows: tuple[int, int], per_kernel: int, rng: random.Random) -> list[PlanItem]:
@@ -338,7 +368,7 @@ class _ProbeDraw:
 def bytes_needed(item: PlanItem, fixed: float, factor: dict[bool, float]) -> float:
     """GPU memory one worker needs to keep every config of the item compiled and captured at once."""
     element = 4 if item.point.dtype == "fp32" else 2
-    activation = item.point.rows * item.point.cols * element
+    activation = math.prod(item.point.compiled) * element
     backward = item.point.slot.backward
     per_config = 3 if backward else 1  # outputs of each captured graph (backward: saved tensors too)
     return fixed + activation * (factor[backward] + per_config * (len(item.configs) + 1))
@@ -361,8 +391,7 @@ def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingS
     def width(item: PlanItem) -> int:
         return workers_that_fit(memory, bytes_needed(item, WORKER_FIXED_BYTES, WORKER_ACTIVATION_FACTOR), pool.size)
 
-    todo = [i for i in items if (i.point.kernel, i.point.rows, i.point.cols, i.point.dtype,
-                                 json.dumps(payload_configs(i))) not in done]
+    todo = [i for i in items if (*record_key(i.point), json.dumps(payload_configs(i))) not in done]
     counts = {"stored": 0, "skipped": len(items) - len(todo), "failed": 0}
     if progress is not None:
         progress.update(counts["skipped"])
@@ -380,7 +409,7 @@ def run(items: Sequence[PlanItem], pool, store, rounds: int = 5, timing: TimingS
         else:
             counts["stored"] += 1
         store.add_crossmeasure(
-            gpu_id=gpu_id, kernel=item.point.kernel, rows=item.point.rows, cols=item.point.cols,
+            gpu_id=gpu_id, kernel=item.point.kernel, rows=item.point.compiled[0], cols=item.point.compiled[1],
             dtype=item.point.dtype, configs_json=json.dumps(payload_configs(item)),
             rounds_json=json.dumps(result.times), origin_json=json.dumps([list(o) for o in item.origins]),
             checks_json=json.dumps({"errors": result.errors, "failures": result.failures}),

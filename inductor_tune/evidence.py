@@ -10,6 +10,11 @@ trial-time ratio against the study's default trial.  The shape's noise is the la
 default's round-to-round spreads and of how far trial ratios missed the interleaved ones.  Studies
 of the same shape (e.g. from two databases) pool their speedups (geometric mean).
 
+Focused studies.  A study whose space varies one kernel of a multi-kernel problem (``SearchSpace.focused``:
+the split kernel of a split reduction, a weight gradient's column reduction) leaves the others to Inductor,
+so its trial ratios are that kernel's; it gives a point of that kernel at its own sizes (rows = its
+xnumel, cols = its rnumel, as the runtime matches it), with the problem it was compiled in (``problem``).
+
 Probes.  Crossmeasure records at a shape no study ran (``crossmeasure.probes``: 3/2 of a studied
 shape's rows; ``crossmeasure.span_probes``: random rows and N inside a rule's span) join their group
 as probe shapes: every candidate must have been timed there too, and must not lose there, but a probe
@@ -71,10 +76,19 @@ class ShapePoint:
     # fit's rule set there, timed first: what that fit claimed where it had not looked.
     span_round: tuple[str, ...] = ()
     placed_by: SlotConfig | None = None
+    # For one kernel of a multi-kernel problem (a focused study): the problem's rows and cols, which a
+    # crossmeasure compiles; () where the kernel is the problem's only one and rows x cols is the problem.
+    problem: tuple[int, ...] = ()
+
+    @property
+    def compiled(self) -> tuple[int, int]:
+        """The rows x cols of the problem to compile to time this point's kernel."""
+        return (self.problem[0], self.problem[1]) if self.problem else (self.rows, self.cols)
 
     @property
     def label(self) -> str:
-        return f"{self.kernel} {self.rows}x{self.cols} {self.dtype}" + (" (probe)" if self.probe else "")
+        of = f" ({self.slot.key} of {self.problem[0]}x{self.problem[1]})" if self.problem else ""
+        return f"{self.kernel} {self.rows}x{self.cols}{of} {self.dtype}" + (" (probe)" if self.probe else "")
 
     @property
     def element_size(self) -> int:
@@ -162,10 +176,15 @@ def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False
         default_slots = space.structure(DEFAULT_FLAGS)
     except KeyError:
         return Skipped(name, "Inductor's default graph flags were not probed")
-    if len(default_slots) != 1:
+    if space.focus:
+        slot = next((s for s in default_slots if s.key == space.focus[0]), None)
+        if len(space.focus) != 1 or slot is None:
+            return Skipped(name, f"its focus {list(space.focus)} is not one kernel of Inductor's default compile")
+    elif len(default_slots) != 1:
         return Skipped(name, f"{len(default_slots)} reduction kernels change together in every trial; "
                              "no kernel's share of the time can be told apart")
-    slot = default_slots[0]
+    else:
+        slot = default_slots[0]
     reductions = _signature(slot, study.kernel)
     if not reductions:
         return Skipped(name, "the kernel's reduction types were not probed and the catalog does not know them")
@@ -229,9 +248,11 @@ def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False
                 interleaved.add(cfg)
     if noise is None:
         return Skipped(name, "no interleaved re-measure (verdict), so its noise is unknown")
+    sizes = (slot.xnumel, slot.rnumel) if space.focus else (study.rows, study.cols)
     return ShapePoint(
-        study.kernel, study.rows, study.cols, study.dtype, kind, reductions, slot, speedups, noise, (name,),
+        study.kernel, *sizes, study.dtype, kind, reductions, slot, speedups, noise, (name,),
         _default_description(default[0].inductor_choice_json, slot), frozenset(interleaved), frozenset(times),
+        problem=(study.rows, study.cols) if space.focus else (),
     )
 
 
@@ -277,21 +298,27 @@ def load_points(
             if isinstance(got, Skipped):
                 skipped.append(got)
             else:
-                into[(got.kernel, got.rows, got.cols, got.dtype)].append(got)
+                into[(got.kernel, got.rows, got.cols, got.dtype, got.problem, got.slot.key if got.problem else "")
+                     ].append(got)
         records = [rec for rec in store.crossmeasures()
                    if rec.gpu.fingerprint == gpu.fingerprint and (allow_replayed or not rec.replayed)]
         for rec in records:
             crossmeasured[(rec.kernel, rec.rows, rec.cols, rec.dtype)].append(rec)
         span_rounds.update(_span_rounds(records, db_name))
-    points = [_with_crossmeasure(_pool(ps), crossmeasured.get(key, ())) for key, ps in sorted(by_shape.items())]
+    points = [_with_crossmeasure(_pool(ps), crossmeasured.get(record_key(ps[0]), ())) for _, ps in sorted(by_shape.items())]
     # Another GPU's study frames a shape only where this GPU measured it: nothing of its times is kept.
-    framed = [_with_crossmeasure(transplant(_pool(ps)), crossmeasured[key]) for key, ps in sorted(framing.items())
-              if key not in by_shape and key in crossmeasured]
+    framed = [_with_crossmeasure(transplant(_pool(ps)), crossmeasured[record_key(ps[0])])
+              for key, ps in sorted(framing.items()) if key not in by_shape and record_key(ps[0]) in crossmeasured]
     points += [p for p in framed if p.crossmeasured]
-    known = {(p.kernel, p.rows, p.cols, p.dtype) for p in points}
+    known = {record_key(p) for p in points}
     probed = [_probe(points, key, records, span_rounds.get(key, ()))
               for key, records in sorted(crossmeasured.items()) if key not in known]
     return points + [p for p in probed if p is not None], skipped
+
+
+def record_key(point: ShapePoint) -> tuple[str, int, int, str]:
+    """The (kernel, rows, cols, dtype) under which crossmeasure records of the point's problem are stored."""
+    return (point.kernel, *point.compiled, point.dtype)
 
 
 def _is_span(rec) -> bool:
@@ -337,7 +364,7 @@ def probe_point(parent: ShapePoint, rows: int, cols: int | None = None, span: bo
 def runs_over_rows(point: ShapePoint) -> bool:
     """Whether the kernel's grid runs over the rows and its reduction over the whole row (inner and fused
     mix-order kernels): only such a kernel can be probed at other rows and reduction lengths."""
-    return point.slot.xnumel == point.rows and point.slot.rnumel == point.cols
+    return point.slot.xnumel == point.rows and point.slot.rnumel == point.cols and not point.problem
 
 
 def probe_parent(points: Sequence[ShapePoint], kernel: str, dtype: str, rows: int, cols: int,
@@ -370,13 +397,25 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_rou
     # names their proposers): its round and placing config are those of its span records.
     spans = [rec for rec in records if _is_span(rec)]
     span = bool(spans)
+    if span:
+        from .split_probes import record_probe  # it frames its probes with this module's points
+
+        # A probe of a split kernel times that kernel, not the problem's row kernel some study may know.
+        forced = [k for rec in spans for c in json.loads(rec.configs_json)[1:] for k, _ in TrialConfig.from_json(c).slots]
+        split = record_probe(points, kernel, dtype, rows, cols, forced)
+        if split is not None:
+            return _placed_probe(split, records, spans, span_round)
     parent = probe_parent(points, kernel, dtype, rows, cols, other_buckets=span)
     if parent is None:
         log.info("crossmeasure records of %s %dx%d %s: no study of that kernel and dtype (for a row probe, in that "
                  "N bucket); not used", kernel, rows, cols, dtype)
         return None
-    point = probe_point(parent, rows, cols, span)
-    if span:
+    return _placed_probe(probe_point(parent, rows, cols, span), records, spans, span_round)
+
+
+def _placed_probe(point: ShapePoint, records: Sequence, spans: Sequence, span_round: tuple[str, ...]
+                  ) -> ShapePoint | None:
+    if spans:
         # The placing fit's rule config is timed first, right after Inductor's default.
         configs = json.loads(spans[-1].configs_json)
         placed_by = TrialConfig.from_json(configs[1]).slot_map().get(point.slot.key) if len(configs) > 1 else None

@@ -49,6 +49,9 @@ class Experiment:
     # many kernels at unrelated shapes (a best-found sample) run in one process: a `tune` call's fixed
     # cost (workers, imports) is most of a single study's time.
     pairs: tuple[tuple[str, Shape], ...] = ()
+    # A kernel role (``space.slot_role``, e.g. ``split`` or ``column``): each study varies only that kernel of
+    # its problem and leaves the others to Inductor, so a trial's time is that kernel's evidence alone.
+    focus: str = ""
 
     @property
     def storage_url(self) -> str:
@@ -240,7 +243,20 @@ def from_mapping(data: Any, name: str) -> Experiment:
         grid=parse_grid(data.get("grid")),
         warm_start=_non_negative(data.get("warm_start", Experiment.warm_start), "warm_start"),
         pairs=pairs,
+        focus=parse_focus(data.get("focus")),
     )
+
+
+def parse_focus(value: Any) -> str:
+    from .space import SLOT_ROLES
+
+    if value is None:
+        return ""
+    base, sep, nth = str(value).partition("#")
+    if base not in SLOT_ROLES or (sep and not (nth.isascii() and nth.isdigit() and int(nth) >= 1)):
+        raise ExperimentError(f"'focus' must be a kernel role ({', '.join(SLOT_ROLES)}), optionally with #N for the "
+                              f"N-th such kernel, e.g. split#2; got {value!r}")
+    return str(value)
 
 
 def load(path: str) -> Experiment:

@@ -120,4 +120,4 @@ def fill_plan(points: Sequence[ShapePoint], per_set: int, params: FitParams = Fi
 
 
 def _key(point: ShapePoint) -> tuple:
-    return point.kernel, point.rows, point.cols, point.dtype, point.probe
+    return point.kernel, point.rows, point.cols, point.dtype, point.probe, point.problem, point.slot.key if point.problem else ""

@@ -129,6 +129,8 @@ class Tuner:
         self.fp_key = pool.fingerprint.key + ("/sweep" if exp.sweep else "")
         self.replayed = pool.fingerprint.replayed
         self.gpu_id = store.upsert_gpu(pool.fingerprint, pool.ceiling_gbps, key=self.fp_key)
+        # A focused study (one kernel varied) is evidence of the same GPU, under a name of its own.
+        self.study_key = self.fp_key + (f"/focus={exp.focus}" if exp.focus else "")
         self._storage = _optuna_storage(store.url, exp)
         self._task_ids = itertools.count()
         self._last_beat = 0.0
@@ -169,7 +171,7 @@ class Tuner:
         while pending:
             progressed = False
             for problem in list(pending):
-                name = study_name(problem, self.fp_key)
+                name = study_name(problem, self.study_key)
                 if self.store.finished(name, self.exp.trials):
                     pending.remove(problem)
                     names.append(name)
@@ -193,7 +195,7 @@ class Tuner:
         return names
 
     def run_study(self, problem: Problem) -> str:
-        name = study_name(problem, self.fp_key)
+        name = study_name(problem, self.study_key)
         seed = study_seed(self.exp.seed, name)
         sampler_name = "sweep" if self.exp.sweep else self.exp.sampler
         study = MirroredStudy(self._storage, name, make_sampler(self.exp.sampler, seed))
@@ -212,6 +214,8 @@ class Tuner:
         if space is None:
             space = self._first_phase(study, record.id, problem, width)
             try:
+                if self.exp.focus:
+                    space = space.focused(self.exp.focus, problem.shape.rows, problem.shape.cols)
                 space = space.with_grid(self.exp.grid)
             except ValueError as exc:
                 raise StudyFailed(f"skipping {name}: {exc}") from None

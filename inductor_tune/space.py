@@ -125,13 +125,19 @@ class SearchSpace:
 
     structures: tuple[tuple[GraphFlags, tuple[KernelSlot, ...]], ...]
     grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    # A focused space (``focused``) varies only these kernels of Inductor's default graph flags; every other
+    # kernel keeps Inductor's own config, so a trial's time changes by this kernel's config alone.
+    focus: tuple[str, ...] = ()
 
     def structure(self, flags: GraphFlags) -> tuple[KernelSlot, ...]:
         return dict(self.structures)[flags]
 
     @property
     def tunable_flags(self) -> dict[str, tuple[bool, ...]]:
-        """Graph flags worth searching: only those whose values produce different kernels."""
+        """Graph flags worth searching: only those whose values produce different kernels (none when focused:
+        other flags generate other kernels)."""
+        if self.focus:
+            return {}
         by_flags = dict(self.structures)
         out: dict[str, tuple[bool, ...]] = {}
         for field in ("split_reductions", "mix_order_reduction"):
@@ -155,9 +161,25 @@ class SearchSpace:
         """The structures whose flags the space can choose (flags with no effect stay at the default)."""
         choices = self.tunable_flags
         return [
-            (flags, slots) for flags, slots in self.structures
+            (flags, self._tuned(slots)) for flags, slots in self.structures
             if all(getattr(flags, f) in choices.get(f, (getattr(DEFAULT_FLAGS, f),)) for f in FLAG_GRID_FIELDS)
         ]
+
+    def _tuned(self, slots: tuple[KernelSlot, ...]) -> tuple[KernelSlot, ...]:
+        return tuple(s for s in slots if s.key in self.focus) if self.focus else slots
+
+    def focused(self, role: str, rows: int, cols: int) -> "SearchSpace":
+        """This space varying only the kernel of ``role`` (``slot_role``; ``split#2``: the second such kernel) of
+        Inductor's default flags for a rows x cols problem; ValueError where the problem has no such kernel."""
+        base, _, nth = role.partition("#")
+        if base not in SLOT_ROLES:
+            raise ValueError(f"unknown kernel role {role!r}; known: {', '.join(SLOT_ROLES)}")
+        matching = [s for s in self.structure(DEFAULT_FLAGS) if slot_role(s, rows, cols) == base]
+        index = int(nth or 1) - 1
+        if not 0 <= index < len(matching):
+            kinds = ", ".join(slot_role(s, rows, cols) for s in self.structure(DEFAULT_FLAGS))
+            raise ValueError(f"Inductor's compile at {rows}x{cols} has no {role} kernel (its kernels: {kinds})")
+        return dataclasses.replace(self, focus=(matching[index].key,))
 
     def _fixed_flags(self) -> dict[str, bool]:
         """Flags a sub-grid pins to one value."""
@@ -182,7 +204,7 @@ class SearchSpace:
         flags = dataclasses.replace(DEFAULT_FLAGS, **self._fixed_flags(), **flag_values)
         slots = []
         reasons = []
-        for slot in self.structure(flags):
+        for slot in self._tuned(self.structure(flags)):
             cfg = _suggest_slot(trial, slot, self.grid)
             reasons += [f"{slot.key}: {r}" for r in slot_violations(slot, cfg)]
             slots.append((slot.key, cfg))
@@ -235,18 +257,22 @@ class SearchSpace:
         structures = [
             {"flags": dataclasses.asdict(f), "slots": [dataclasses.asdict(s) for s in slots]} for f, slots in self.structures
         ]
-        if not self.grid:
+        if not self.grid and not self.focus:
             return json.dumps(structures)  # the format of databases written before sub-grids existed
-        return json.dumps({"structures": structures, "grid": {f: list(v) for f, v in self.grid}})
+        out: dict[str, Any] = {"structures": structures, "grid": {f: list(v) for f, v in self.grid}}
+        if self.focus:
+            out["focus"] = list(self.focus)
+        return json.dumps(out)
 
     @classmethod
     def from_json(cls, text: str) -> "SearchSpace":
         data = json.loads(text)
         entries, grid = (data, {}) if isinstance(data, list) else (data["structures"], data.get("grid", {}))
+        focus = () if isinstance(data, list) else tuple(data.get("focus", ()))
         structures = tuple(
             (GraphFlags(**e["flags"]), tuple(KernelSlot(**s) for s in e["slots"])) for e in entries
         )
-        return cls(structures, tuple(sorted((f, tuple(v)) for f, v in grid.items())))
+        return cls(structures, tuple(sorted((f, tuple(v)) for f, v in grid.items())), focus)
 
 
 def _slot_distributions(slot: KernelSlot, grid=()) -> dict[str, optuna.distributions.BaseDistribution]:
@@ -371,3 +397,28 @@ def slot_key(backward: bool, mix_order: bool, xnumel: int, rnumel: int, taken: I
         n += 1
         key = f"{base}#{n}"
     return key
+
+
+# What one kernel of a problem's compile does, from its sizes (``slot_role``).
+SLOT_ROLES = ("row", "mix", "split", "combine", "column", "column_split", "other")
+
+
+def slot_role(slot: KernelSlot, rows: int, cols: int) -> str:
+    """The part one kernel plays in a rows x cols problem: ``row`` reduces whole rows, ``mix`` is a fused
+    mix-order backward, ``split`` sums parts of each row (Inductor's split reduction, few rows at long N) and
+    ``combine`` adds those parts up, ``column`` reduces whole columns (a weight gradient) and ``column_split``
+    parts of them."""
+    x, r = slot.xnumel, slot.rnumel
+    if slot.mix_order:
+        return "mix"
+    if (x, r) == (rows, cols):
+        return "row"
+    if (x, r) == (cols, rows):
+        return "column"
+    if x > rows and x % rows == 0 and r < cols and r * (x // rows) >= cols:
+        return "split"
+    if x > cols and x % cols == 0 and r < rows and r * (x // cols) >= rows:
+        return "column_split"
+    if x in (rows, cols) and r < max(rows, cols):
+        return "combine"
+    return "other"

@@ -187,12 +187,13 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
         # could lie at a held-out problem, and none is placed there.
         share = MIN_SHARE if request.fill_share is None else request.fill_share
         items = [i for i in fill_plan(points, request.fill, max_configs=request.max_configs, min_share=share)
-                 if (i.point.rows, i.point.cols) not in avoid or not i.point.probe]
+                 if i.point.compiled not in avoid or not i.point.probe]
     elif request.probing:
         items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs,
                                              edge_per_kernel=request.edge_probes,
                                              max_bytes=int(request.probe_max_gib * 2**30),
-                                             split_rows=2 * gpu.sm_count)
+                                             split_rows=2 * gpu.sm_count,
+                                             capability_major=int(str(gpu.compute_capability).split(".")[0]))
     else:
         items = crossmeasure_mod.plan(points, request.top, request.neighbours, request.max_configs, request.probes,
                                       request.hold_out)
@@ -200,7 +201,7 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
             fitted = [p for p in points if (p.rows, p.cols) not in held]
             items = crossmeasure_mod.lead_with_rules(items, fitted, request.max_configs)
         # A studied shape is never drawn, but a probe between studied rows may land on a drawn problem.
-        items = [i for i in items if (i.point.rows, i.point.cols) not in avoid or not i.point.probe]
+        items = [i for i in items if i.point.compiled not in avoid or not i.point.probe]
     if source is None:
         return items
     return [dataclasses.replace(i, origins=tuple(tuple(f"{source.fingerprint}: {o}" for o in names)

@@ -1,0 +1,175 @@
+"""Span probes of split kernels: problems whose split kernel lands inside a rule's span.
+
+Below 2 x the GPU's SMs rows, Inductor splits an inner reduction of N above 8192 into a split kernel (partial
+sums of each row: rows x s programs' worth of outputs, ceil(N / s) elements each) and a kernel that combines
+them.  Focused studies (``SearchSpace.focused``) give the split kernel evidence of its own, and a rule fitted
+on it matches split kernels by their sizes (xnumel, rnumel), not the problem's.  A span probe of such a rule
+must therefore be a problem whose *split kernel* lies in the rule's span, which ``crossmeasure.span_probes``
+(rows and N drawn directly) cannot place.
+
+The split factor s is decided from sizes alone (``InductorChoices.reduction_split_factor``, inner
+reductions; the same formula in torch 2.11 and 2.13 for GPUs below compute capability 10), so ``place``
+draws the kernel's sizes first (xnumel log-uniform in the rule's span, rnumel in the rule's N span and in
+each alignment class in turn), then a problem that Inductor would split into exactly that kernel.  Where
+the compile disagrees with the prediction, the crossmeasure record says the forced kernel was not generated
+and ``distill`` drops the probe (``evidence``), as for any probe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import re
+from typing import Container, Sequence
+
+from .evidence import ShapePoint, probe_point
+from .gate import COLS
+from .shapes import ALIGNMENT_CLASSES
+from .space import slot_key, slot_role
+from .runtime.rulefile import INNER_SPLIT_MIN_RNUMEL
+
+WARP_SIZE = 32
+MAX_THREADS_PER_SM = 2048
+ATTEMPTS = 200  # per probe: draws of the kernel's sizes before giving up on a narrow span
+
+
+def inductor_inner_split(rows: int, cols: int, sm_count: int, capability_major: int = 9) -> int:
+    """Inductor's split factor of an inner reduction of ``rows`` outputs and length ``cols`` (1: no split),
+    as ``InductorChoices.reduction_split_factor`` computes it (torch 2.11-2.13), for a GPU of ``sm_count`` SMs."""
+    if rows >= 2 * sm_count:
+        return 1
+    no_split_up_to = 524288 if capability_major >= 10 else INNER_SPLIT_MIN_RNUMEL - 1
+    if cols <= no_split_up_to:
+        return 1
+    threads_per_sm, num_threads = MAX_THREADS_PER_SM, WARP_SIZE * 8
+    min_per_device = WARP_SIZE * sm_count * threads_per_sm
+    max_per_device = 512 * sm_count * threads_per_sm
+    if cols * rows <= min_per_device:
+        split_size = WARP_SIZE
+    elif cols * rows < max_per_device:
+        target_blocks = sm_count * threads_per_sm // (2 * num_threads)
+        blocks_per_output = (target_blocks + rows - 1) // rows
+        tmp = (cols + num_threads * blocks_per_output - 1) // (num_threads * blocks_per_output)
+        closest = min(_divisors(cols), key=lambda d: abs(d - tmp))
+        split_size = max(closest, WARP_SIZE) if abs(closest - tmp) < 30 else tmp
+    else:
+        closest = min(_divisors(cols), key=lambda d: abs(d - 512))
+        split_size = closest if abs(closest - 512) < 50 else 512
+    return (cols + split_size * num_threads - 1) // (split_size * num_threads)
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def is_split_point(point: ShapePoint) -> bool:
+    """Whether the point is the split kernel of a focused study (or of a probe of one)."""
+    return bool(point.problem) and slot_role(point.slot, *point.problem) == "split"
+
+
+def split_probe(parent: ShapePoint, rows: int, cols: int, split: int) -> ShapePoint:
+    """``parent``'s split kernel in a rows x cols problem that Inductor splits in ``split`` parts: nothing measured."""
+    x, r = rows * split, -(-cols // split)
+    # The n-th split kernel of a compile (softmax has two) keeps its place: its key's "#n".
+    _, sep, nth = parent.slot.key.partition("#")
+    key = slot_key(parent.slot.backward, False, x, r, ()) + (sep + nth if sep else "")
+    point = probe_point(parent, x, r, span=True)
+    return dataclasses.replace(point, problem=(rows, cols), slot=dataclasses.replace(point.slot, key=key))
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitDraw:
+    """What the span probes of one rule fitted on split kernels draw from."""
+
+    parents: Sequence[ShapePoint]  # the family's split-kernel points (studied), whose kernels the probes take in turn
+    xnumel: tuple[int, int]  # the rule's span of the kernel's outputs (its rows)
+    rnumel: tuple[int, int]  # and of its reduction length (its cols)
+    sm_count: int
+    capability_major: int = 9
+
+    @property
+    def masked(self) -> bool:
+        """Whether the family's kernels mask a ragged last part (N not a multiple of s): that is in their envelope,
+        so a probe of the other kind would time a kernel the rule does not match."""
+        return "masked:" in self.parents[0].envelope
+
+    def problems(self, count: int, rng: random.Random, taken: set, avoid: Container[tuple[int, int]],
+                 fits=lambda kernel, rows, cols: True) -> list[tuple[ShapePoint, int]]:
+        """``count`` probes (point, split), kernels and alignment classes of the kernel's N in turn; ``taken``
+        (problems' rows, cols) grows with each; ``fits``: whether a problem fits the GPU memory bound."""
+        kernels = sorted({(p.kernel, p.dtype) for p in self.parents})
+        out: list[tuple[ShapePoint, int]] = []
+        for n in range(count):
+            kernel = kernels[n % len(kernels)]
+            modulus, residue = ALIGNMENT_CLASSES[n % len(ALIGNMENT_CLASSES)]
+            parent_pool = [p for p in self.parents if (p.kernel, p.dtype) == kernel]
+            for _ in range(ATTEMPTS):
+                x = round(math.exp(rng.uniform(math.log(self.xnumel[0]), math.log(self.xnumel[1]))))
+                r = rng.randint(*self.rnumel)
+                r -= (r - residue) % modulus
+                found = self._problem(x, r, rng)
+                if found is None or r < self.rnumel[0]:
+                    continue
+                rows, cols, split = found
+                if (rows, cols) in taken or (rows, cols) in avoid or not fits(kernel[0], rows, cols):
+                    continue
+                parent = min(parent_pool, key=lambda p: (abs(math.log(p.cols / r)), abs(math.log(p.rows / x))))
+                taken.add((rows, cols))
+                out.append((split_probe(parent, rows, cols, split), split))
+                break
+        return out
+
+    def _problem(self, x: int, r: int, rng: random.Random) -> tuple[int, int, int] | None:
+        """A rows x cols problem that Inductor splits into a split kernel of exactly x outputs and length r."""
+        splits = [s for s in _divisors(x) if s > 1 and x // s < 2 * self.sm_count]
+        rng.shuffle(splits)
+        for s in splits:
+            rows = x // s
+            lo, hi = max((r - 1) * s + 1, INNER_SPLIT_MIN_RNUMEL + 1), r * s
+            if hi > COLS[1]:  # no longer than the gate draws: no held-out problem is
+                continue
+            if self.masked:
+                hi -= 1
+            elif lo <= hi:
+                lo = hi
+            if lo > hi:
+                continue
+            cols = rng.randint(lo, hi)
+            if inductor_inner_split(rows, cols, self.sm_count, self.capability_major) == s:
+                return rows, cols, s
+        return None
+
+
+def split_parents(group: Sequence[ShapePoint], points: Sequence[ShapePoint]) -> list[ShapePoint]:
+    """The studied split-kernel points of the group's family (any size group): the kernels a probe may take."""
+    if not group or not all(is_split_point(p) for p in group):
+        return []
+    family = group[0].family
+    return [p for p in points if p.family == family and not p.probe and is_split_point(p)]
+
+
+_KEY_SIZES = re.compile(r"\.x(\d+)\.r(\d+)(?:#\d+)?$")
+
+
+def record_probe(points: Sequence[ShapePoint], kernel: str, dtype: str, rows: int, cols: int,
+                 forced_keys: Sequence[str]) -> ShapePoint | None:
+    """The split-kernel probe a crossmeasure record at rows x cols times (its configs forced onto ``forced_keys``),
+    framed by the nearest studied split kernel of that kernel and dtype; None where it forced no split kernel."""
+    for key in forced_keys:
+        sizes = _KEY_SIZES.search(key)
+        if sizes is None:
+            continue
+        x, r = int(sizes.group(1)), int(sizes.group(2))
+        if x % rows or x <= rows:
+            continue
+        nth = key.partition("#")[1:]
+        parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and not p.probe and is_split_point(p)
+                   and p.slot.key.partition("#")[1:] == nth]
+        probe = split_probe(parents[0], rows, cols, x // rows) if parents else None
+        if probe is None or probe.slot.key != key or slot_role(probe.slot, rows, cols) != "split":
+            continue
+        parent = min(parents, key=lambda p: (abs(math.log(p.cols / r)), abs(math.log(p.rows / x)), p.rows, p.cols))
+        return split_probe(parent, rows, cols, x // rows)
+    return None
