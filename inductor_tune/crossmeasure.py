@@ -128,7 +128,7 @@ def plan(points: Sequence[ShapePoint], top: int = 3, neighbours: int = 2, max_co
     that a hold-out fit can be scored there."""
     points = [p for p in points if not p.probe]  # probes come from the studies, never from other probes
     held = {(s.rows, s.cols) for s in hold_out}
-    training = [p for p in points if (p.rows, p.cols) not in held]
+    training = [p for p in points if p.compiled not in held]
     groups = size_groups(points)
     proposing = size_groups(training)
     probes_of = size_groups(probes(training, probe_kinds))
@@ -252,8 +252,8 @@ def _probe_draw(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[Sh
     # later round could settle them (docs/rules.md, stop 31).
     if not parents and not kernels:
         return None
-    return _ProbeDraw(family, parents, points, kernels, _rule_configs(rule, group, params), r, taken, avoid, max_configs, max_bytes, split_rows,
-                      rule.cols)
+    return _ProbeDraw(family, parents, points, kernels, _rule_configs(rule, group, params), r, taken, avoid,
+                      max_configs, max_bytes, split_rows, rule.cols)
 
 
 def _rule_configs(rule: RuleSpec, group: Sequence[ShapePoint], params: FitParams) -> list[SlotConfig]:

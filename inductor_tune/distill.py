@@ -412,9 +412,10 @@ def distill(
         raise DistillError(f"no usable single-kernel study of {gpu.fingerprint}{hint}: "
                            + "; ".join(sorted({s.reason for s in skipped}))[:300])
     held_shapes = {(s.rows, s.cols) for s in hold_out}
-    held = [p for p in points if (p.rows, p.cols) in held_shapes and not p.probe]
-    fitted = [p for p in points if (p.rows, p.cols) not in held_shapes and not derived_from(p, held)]
-    missing = sorted(held_shapes - {(p.rows, p.cols) for p in held})
+    # A held-out shape is a problem: every kernel of it is held out, a focused study's included.
+    held = [p for p in points if p.compiled in held_shapes and not p.probe]
+    fitted = [p for p in points if p.compiled not in held_shapes and not derived_from(p, held)]
+    missing = sorted(held_shapes - {p.compiled for p in held})
     if missing:
         raise DistillError(f"no usable study of the held-out shape(s) {', '.join(f'{m}x{n}' for m, n in missing)}")
     if not fitted:

@@ -305,7 +305,8 @@ def load_points(
         for rec in records:
             crossmeasured[(rec.kernel, rec.rows, rec.cols, rec.dtype)].append(rec)
         span_rounds.update(_span_rounds(records, db_name))
-    points = [_with_crossmeasure(_pool(ps), crossmeasured.get(record_key(ps[0]), ())) for _, ps in sorted(by_shape.items())]
+    points = [_with_crossmeasure(_pool(ps), crossmeasured.get(record_key(ps[0]), ()))
+              for _, ps in sorted(by_shape.items())]
     # Another GPU's study frames a shape only where this GPU measured it: nothing of its times is kept.
     framed = [_with_crossmeasure(transplant(_pool(ps)), crossmeasured[record_key(ps[0])])
               for key, ps in sorted(framing.items()) if key not in by_shape and record_key(ps[0]) in crossmeasured]
@@ -401,7 +402,8 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_rou
         from .split_probes import record_probe  # it frames its probes with this module's points
 
         # A probe of a split kernel times that kernel, not the problem's row kernel some study may know.
-        forced = [k for rec in spans for c in json.loads(rec.configs_json)[1:] for k, _ in TrialConfig.from_json(c).slots]
+        forced = [key for rec in spans for config in json.loads(rec.configs_json)[1:]
+                  for key, _ in TrialConfig.from_json(config).slots]
         split = record_probe(points, kernel, dtype, rows, cols, forced)
         if split is not None:
             return _placed_probe(split, records, spans, span_round)

@@ -120,4 +120,6 @@ def fill_plan(points: Sequence[ShapePoint], per_set: int, params: FitParams = Fi
 
 
 def _key(point: ShapePoint) -> tuple:
-    return point.kernel, point.rows, point.cols, point.dtype, point.probe, point.problem, point.slot.key if point.problem else ""
+    # A focused point is one kernel of its problem: two of one problem differ by their kernel.
+    return (point.kernel, point.rows, point.cols, point.dtype, point.probe, point.problem,
+            point.slot.key if point.problem else "")
