@@ -28,13 +28,14 @@ import dataclasses
 import json
 import logging
 import math
+import re
 import statistics
 from typing import Iterable, Mapping, Sequence
 
 from .heuristics import ELEMENT_SIZES, GpuSpec, gpu_problem, slot_hints
 from .kernels import CATALOG, PROBED_OPS
 from .records import Outcome
-from .space import DEFAULT_FLAGS, SearchSpace, SlotConfig, TrialConfig, slot_key
+from .space import DEFAULT_FLAGS, SearchSpace, SlotConfig, TrialConfig, slot_key, slot_role
 from .store import Gpu, Store
 from .runtime.launch import choices_for_slot
 from .runtime.torch_rules import OPS_FIELD, kernel_kind, kernel_signature, next_pow2
@@ -399,8 +400,6 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_rou
     spans = [rec for rec in records if _is_span(rec)]
     span = bool(spans)
     if span:
-        from .split_probes import record_probe  # it frames its probes with this module's points
-
         # A probe of a split kernel times that kernel, not the problem's row kernel some study may know.
         forced = [key for rec in spans for config in json.loads(rec.configs_json)[1:]
                   for key, _ in TrialConfig.from_json(config).slots]
@@ -430,6 +429,45 @@ def _placed_probe(point: ShapePoint, records: Sequence, spans: Sequence, span_ro
             return None
     point = _with_crossmeasure(point, records)
     return point if point.crossmeasured else None
+
+
+_KEY_SIZES = re.compile(r"\.x(\d+)\.r(\d+)$")
+
+
+def is_split_point(point: ShapePoint) -> bool:
+    """Whether the point is the split kernel of a focused study (or of a probe of one, ``split_probes``)."""
+    return bool(point.problem) and slot_role(point.slot, *point.problem) == "split"
+
+
+def split_probe(parent: ShapePoint, rows: int, cols: int, split: int) -> ShapePoint:
+    """``parent``'s split kernel in a rows x cols problem that Inductor splits in ``split`` parts: nothing measured."""
+    x, r = rows * split, -(-cols // split)
+    # The n-th split kernel of a compile (softmax has two) keeps its place: its key's "#n".
+    _, sep, nth = parent.slot.key.partition("#")
+    point = probe_point(parent, x, r, span=True)
+    key = slot_key(parent.slot.backward, False, x, r, ()) + sep + nth
+    return dataclasses.replace(point, problem=(rows, cols), slot=dataclasses.replace(point.slot, key=key))
+
+
+def record_probe(points: Sequence[ShapePoint], kernel: str, dtype: str, rows: int, cols: int,
+                 forced_keys: Sequence[str]) -> ShapePoint | None:
+    """The split-kernel probe a crossmeasure record at rows x cols times (its configs forced onto ``forced_keys``),
+    framed by the nearest studied split kernel of that kernel and dtype; None where it forced no split kernel."""
+    for key in forced_keys:
+        base, sep, nth = key.partition("#")
+        sizes = _KEY_SIZES.search(base)
+        parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and not p.probe and is_split_point(p)
+                   and p.slot.key.partition("#")[1:] == (sep, nth)]
+        if sizes is None or not parents:
+            continue
+        x, r = int(sizes.group(1)), int(sizes.group(2))
+        if x % rows or x <= rows:
+            continue
+        parent = min(parents, key=lambda p: (abs(math.log(p.cols / r)), abs(math.log(p.rows / x)), p.rows, p.cols))
+        probe = split_probe(parent, rows, cols, x // rows)
+        if probe.slot.key == key and slot_role(probe.slot, rows, cols) == "split":
+            return probe
+    return None
 
 
 def _pool(points: list[ShapePoint]) -> ShapePoint:

@@ -20,13 +20,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-import re
 from typing import Container, Sequence
 
-from .evidence import ShapePoint, probe_point
+# The points of split kernels are evidence's: a crossmeasure record of a split probe is framed there.
+from .evidence import ShapePoint, is_split_point, record_probe, split_probe  # noqa: F401 - record_probe re-exported
 from .gate import COLS
 from .shapes import ALIGNMENT_CLASSES
-from .space import slot_key, slot_role
 from .runtime.rulefile import INNER_SPLIT_MIN_RNUMEL
 
 WARP_SIZE = 32
@@ -62,21 +61,6 @@ def inductor_inner_split(rows: int, cols: int, sm_count: int, capability_major: 
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
-
-
-def is_split_point(point: ShapePoint) -> bool:
-    """Whether the point is the split kernel of a focused study (or of a probe of one)."""
-    return bool(point.problem) and slot_role(point.slot, *point.problem) == "split"
-
-
-def split_probe(parent: ShapePoint, rows: int, cols: int, split: int) -> ShapePoint:
-    """``parent``'s split kernel in a rows x cols problem that Inductor splits in ``split`` parts: nothing measured."""
-    x, r = rows * split, -(-cols // split)
-    # The n-th split kernel of a compile (softmax has two) keeps its place: its key's "#n".
-    _, sep, nth = parent.slot.key.partition("#")
-    key = slot_key(parent.slot.backward, False, x, r, ()) + (sep + nth if sep else "")
-    point = probe_point(parent, x, r, span=True)
-    return dataclasses.replace(point, problem=(rows, cols), slot=dataclasses.replace(point.slot, key=key))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,27 +133,3 @@ def split_parents(group: Sequence[ShapePoint], points: Sequence[ShapePoint]) -> 
     family = group[0].family
     return [p for p in points if p.family == family and not p.probe and is_split_point(p)]
 
-
-_KEY_SIZES = re.compile(r"\.x(\d+)\.r(\d+)(?:#\d+)?$")
-
-
-def record_probe(points: Sequence[ShapePoint], kernel: str, dtype: str, rows: int, cols: int,
-                 forced_keys: Sequence[str]) -> ShapePoint | None:
-    """The split-kernel probe a crossmeasure record at rows x cols times (its configs forced onto ``forced_keys``),
-    framed by the nearest studied split kernel of that kernel and dtype; None where it forced no split kernel."""
-    for key in forced_keys:
-        sizes = _KEY_SIZES.search(key)
-        if sizes is None:
-            continue
-        x, r = int(sizes.group(1)), int(sizes.group(2))
-        if x % rows or x <= rows:
-            continue
-        nth = key.partition("#")[1:]
-        parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and not p.probe and is_split_point(p)
-                   and p.slot.key.partition("#")[1:] == nth]
-        probe = split_probe(parents[0], rows, cols, x // rows) if parents else None
-        if probe is None or probe.slot.key != key or slot_role(probe.slot, rows, cols) != "split":
-            continue
-        parent = min(parents, key=lambda p: (abs(math.log(p.cols / r)), abs(math.log(p.rows / x)), p.rows, p.cols))
-        return split_probe(parent, rows, cols, x // rows)
-    return None
