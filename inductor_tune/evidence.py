@@ -173,19 +173,9 @@ def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False
     if not study.space_json:
         return Skipped(name, "no probed search space")
     space = SearchSpace.from_json(study.space_json)
-    try:
-        default_slots = space.structure(DEFAULT_FLAGS)
-    except KeyError:
-        return Skipped(name, "Inductor's default graph flags were not probed")
-    if space.focus:
-        slot = next((s for s in default_slots if s.key == space.focus[0]), None)
-        if len(space.focus) != 1 or slot is None:
-            return Skipped(name, f"its focus {list(space.focus)} is not one kernel of Inductor's default compile")
-    elif len(default_slots) != 1:
-        return Skipped(name, f"{len(default_slots)} reduction kernels change together in every trial; "
-                             "no kernel's share of the time can be told apart")
-    else:
-        slot = default_slots[0]
+    slot = _studied_slot(space)
+    if isinstance(slot, str):
+        return Skipped(name, slot)
     reductions = _signature(slot, study.kernel)
     if not reductions:
         return Skipped(name, "the kernel's reduction types were not probed and the catalog does not know them")
@@ -219,7 +209,7 @@ def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False
             continue
         config = TrialConfig.from_json(t.config_json)
         try:
-            same_kernel = space.structure(config.flags) == default_slots
+            same_kernel = space.structure(config.flags) == space.structure(DEFAULT_FLAGS)
         except KeyError:
             same_kernel = False
         if same_kernel and slot.key in config.slot_map():  # other flags, same single kernel
@@ -255,6 +245,23 @@ def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False
         _default_description(default[0].inductor_choice_json, slot), frozenset(interleaved), frozenset(times),
         problem=(study.rows, study.cols) if space.focus else (),
     )
+
+
+def _studied_slot(space: SearchSpace) -> object:
+    """The kernel whose time a study's trials measure (its focus, else its problem's only kernel), or why none."""
+    try:
+        default_slots = space.structure(DEFAULT_FLAGS)
+    except KeyError:
+        return "Inductor's default graph flags were not probed"
+    if space.focus:
+        slot = next((s for s in default_slots if s.key == space.focus[0]), None)
+        if len(space.focus) == 1 and slot is not None:
+            return slot
+        return f"its focus {list(space.focus)} is not one kernel of Inductor's default compile"
+    if len(default_slots) != 1:
+        return (f"{len(default_slots)} reduction kernels change together in every trial; "
+                "no kernel's share of the time can be told apart")
+    return default_slots[0]
 
 
 def _finalists(ok) -> list:
