@@ -204,14 +204,12 @@ def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False
 
     times: dict[SlotConfig, list[float]] = collections.defaultdict(list)
     trial_cfg: dict[int, SlotConfig] = {}
+    structures = dict(space.structures)  # the study's kernels under each graph-flag setting it probed
     for t in ok:
         if t.inductor_default:
             continue
         config = TrialConfig.from_json(t.config_json)
-        try:
-            same_kernel = space.structure(config.flags) == space.structure(DEFAULT_FLAGS)
-        except KeyError:
-            same_kernel = False
+        same_kernel = structures.get(config.flags) == structures[DEFAULT_FLAGS]
         if same_kernel and slot.key in config.slot_map():  # other flags, same single kernel
             trial_cfg[t.trial_number] = config.slot_map()[slot.key]
             times[trial_cfg[t.trial_number]].append(t.time_ms)
@@ -460,15 +458,16 @@ def record_probe(points: Sequence[ShapePoint], kernel: str, dtype: str, rows: in
                  forced_keys: Sequence[str]) -> ShapePoint | None:
     """The split-kernel probe a crossmeasure record at rows x cols times (its configs forced onto ``forced_keys``),
     framed by the nearest studied split kernel of that kernel and dtype; None where it forced no split kernel."""
-    for key in forced_keys:
+    for key in dict.fromkeys(forced_keys):  # every config of a record names the same kernel
         base, sep, nth = key.partition("#")
         sizes = _KEY_SIZES.search(base)
-        parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and not p.probe and is_split_point(p)
-                   and p.slot.key.partition("#")[1:] == (sep, nth)]
-        if sizes is None or not parents:
+        # A row kernel's key (x == rows) is the common case: it is told apart before any point is looked at.
+        if sizes is None or int(sizes.group(1)) % rows or int(sizes.group(1)) <= rows:
             continue
         x, r = int(sizes.group(1)), int(sizes.group(2))
-        if x % rows or x <= rows:
+        parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and not p.probe and is_split_point(p)
+                   and p.slot.key.partition("#")[1:] == (sep, nth)]
+        if not parents:
             continue
         parent = min(parents, key=lambda p: (abs(math.log(p.cols / r)), abs(math.log(p.rows / x)), p.rows, p.cols))
         probe = split_probe(parent, rows, cols, x // rows)

@@ -8,8 +8,8 @@ must therefore be a problem whose *split kernel* lies in the rule's span, which 
 (rows and N drawn directly) cannot place.
 
 The split factor s is decided from sizes alone (``InductorChoices.reduction_split_factor``, inner
-reductions; the same formula in torch 2.11 and 2.13 for GPUs below compute capability 10), so ``place``
-draws the kernel's sizes first (xnumel log-uniform in the rule's span, rnumel in the rule's N span and in
+reductions; the same formula in torch 2.11 and 2.13 for GPUs below compute capability 10), so
+``SplitDraw.problems`` draws the kernel's sizes first (xnumel log-uniform in the rule's span, rnumel in the rule's N span and in
 each alignment class in turn), then a problem that Inductor would split into exactly that kernel.  Where
 the compile disagrees with the prediction, the crossmeasure record says the forced kernel was not generated
 and ``distill`` drops the probe (``evidence``), as for any probe.
