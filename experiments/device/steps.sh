@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Run shell commands one after another on a lent GPU machine within a time budget, and bring back what they wrote.
+#
+#   BUDGET=570 bash experiments/device/steps.sh 'python3 -m inductor_tune validate ...' 'python3 -m inductor_tune tune ...'
+#
+# A device call has one command line and a per-call limit; this runs each step with what is left of BUDGET seconds
+# (a step started late is skipped, not cut short at once), so each call adds complete results. $OUT/log gets the
+# GPU's name, memory and driver, the torch and triton versions, and each step's output, start, exit status and
+# seconds; every db/*.sqlite a step created or changed is copied to $OUT/db. Where the databases were carried packed
+# (experiments/device/pack.sh), unpack them first: `tar xJf .carry/db.tar.xz && bash experiments/device/steps.sh ...`.
+set -u
+: "${OUT:?steps.sh runs on the device machine, where OUT is set}"
+T0=$(date +%s); BUDGET=${BUDGET:-570}; LOG=$OUT/log
+mark=$(mktemp); mkdir -p db
+{ echo "##### call at $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } >> "$LOG" 2>&1
+for step in "$@"; do
+  left=$((BUDGET - ($(date +%s) - T0)))
+  if [ "$left" -lt 30 ]; then echo "== skipped ($left s left): $step" >> "$LOG"; continue; fi
+  t=$(date +%s); echo "== $step (${left}s left) $(date +%T)" >> "$LOG"
+  timeout $((left - 10)) bash -c "$step" >> "$LOG" 2>&1
+  echo "== rc=$? in $(( $(date +%s) - t ))s" >> "$LOG"
+done
+mkdir -p "$OUT/db"; find db -name '*.sqlite' -newer "$mark" -exec cp {} "$OUT/db/" \;
