@@ -265,14 +265,14 @@ def _rule_configs(rule: RuleSpec, group: Sequence[ShapePoint], params: FitParams
 def _split_probes(rule: RuleSpec, group: Sequence[ShapePoint], points: Sequence[ShapePoint], count: int,
                   rng: random.Random, taken: set, avoid: Container[tuple[int, int]], max_configs: int,
                   params: FitParams, max_bytes: int, split_rows: int, capability_major: int) -> list[PlanItem]:
-    """Span probes of a rule fitted on split kernels: problems whose split kernel lies in its span."""
+    """Span probes of a rule fitted on split (or column-split) kernels: problems whose such kernel lies in its span."""
     from .gate import resident_bytes
-    from .split_probes import SplitDraw, split_parents
+    from .split_probes import part_draw, split_parents
 
     parents = split_parents(group, points)
     if not parents or rule.rows is None or rule.cols is None or not split_rows:
         return []
-    draw = SplitDraw(parents, rule.rows, rule.cols, split_rows // 2, capability_major)
+    draw = part_draw(parents, rule.rows, rule.cols, split_rows // 2, capability_major)
     configs = _rule_configs(rule, group, params)
     items = []
     for point, _ in draw.problems(count, rng, taken, avoid,

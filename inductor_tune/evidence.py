@@ -439,14 +439,29 @@ def _placed_probe(point: ShapePoint, records: Sequence, spans: Sequence, span_ro
 _KEY_SIZES = re.compile(r"\.x(\d+)\.r(\d+)$")
 
 
+# The kernels of a focused study that take span probes of their own (``split_probes``): Inductor's split of a row
+# reduction (its outputs are the problem's rows times the split) and of a column reduction (its N times the split).
+PART_ROLES = ("split", "column_split")
+
+
+def part_role(point: ShapePoint) -> str | None:
+    """``split`` or ``column_split`` where the point is that kernel of a focused study (or of a probe of one)."""
+    role = slot_role(point.slot, *point.problem) if point.problem else None
+    return role if role in PART_ROLES else None
+
+
 def is_split_point(point: ShapePoint) -> bool:
     """Whether the point is the split kernel of a focused study (or of a probe of one, ``split_probes``)."""
-    return bool(point.problem) and slot_role(point.slot, *point.problem) == "split"
+    return part_role(point) == "split"
 
 
 def split_probe(parent: ShapePoint, rows: int, cols: int, split: int) -> ShapePoint:
-    """``parent``'s split kernel in a rows x cols problem that Inductor splits in ``split`` parts: nothing measured."""
-    x, r = rows * split, -(-cols // split)
+    """``parent``'s kernel, a split or a column split (``part_role``), in a rows x cols problem that Inductor splits in
+    ``split`` parts: nothing measured."""
+    if part_role(parent) == "column_split":
+        x, r = cols * split, -(-rows // split)
+    else:
+        x, r = rows * split, -(-cols // split)
     # The n-th split kernel of a compile (softmax has two) keeps its place: its key's "#n".
     _, sep, nth = parent.slot.key.partition("#")
     point = probe_point(parent, x, r, span=True)
@@ -457,22 +472,24 @@ def split_probe(parent: ShapePoint, rows: int, cols: int, split: int) -> ShapePo
 def record_probe(points: Sequence[ShapePoint], kernel: str, dtype: str, rows: int, cols: int,
                  forced_keys: Sequence[str]) -> ShapePoint | None:
     """The split-kernel probe a crossmeasure record at rows x cols times (its configs forced onto ``forced_keys``),
-    framed by the nearest studied split kernel of that kernel and dtype; None where it forced no split kernel."""
+    framed by the nearest studied split (or column split) kernel of that kernel and dtype; None where it forced
+    neither."""
     for key in dict.fromkeys(forced_keys):  # every config of a record names the same kernel
         base, sep, nth = key.partition("#")
         sizes = _KEY_SIZES.search(base)
+        x, r = (int(sizes.group(1)), int(sizes.group(2))) if sizes else (0, 0)
         # A row kernel's key (x == rows) is the common case: it is told apart before any point is looked at.
-        if sizes is None or int(sizes.group(1)) % rows or int(sizes.group(1)) <= rows:
-            continue
-        x, r = int(sizes.group(1)), int(sizes.group(2))
-        parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and not p.probe and is_split_point(p)
-                   and p.slot.key.partition("#")[1:] == (sep, nth)]
-        if not parents:
-            continue
-        parent = min(parents, key=lambda p: (abs(math.log(p.cols / r)), abs(math.log(p.rows / x)), p.rows, p.cols))
-        probe = split_probe(parent, rows, cols, x // rows)
-        if probe.slot.key == key and slot_role(probe.slot, rows, cols) == "split":
-            return probe
+        for role, outputs in (("split", rows), ("column_split", cols)):
+            if x <= outputs or x % outputs:
+                continue
+            parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and not p.probe
+                       and part_role(p) == role and p.slot.key.partition("#")[1:] == (sep, nth)]
+            if not parents:
+                continue
+            parent = min(parents, key=lambda p: (abs(math.log(p.cols / r)), abs(math.log(p.rows / x)), p.rows, p.cols))
+            probe = split_probe(parent, rows, cols, x // outputs)
+            if probe.slot.key == key and slot_role(probe.slot, rows, cols) == role:
+                return probe
     return None
 
 

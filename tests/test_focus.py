@@ -210,16 +210,24 @@ def test_split_draw_keeps_masking_and_nth_kernel_of_its_family():
 
 # ---- record_probe: which kernel a crossmeasure record timed ------------------------------------------------
 
+def assert_record_probe_frames(parents, kernel, probe, wrong_keys, other_kernel):
+    """``record_probe`` frames a record at ``probe``'s problem that forced its kernel (among other keys) as that
+    probe, and none that forced only ``wrong_keys`` of the same problem or that timed ``other_kernel``."""
+    rows, cols = probe.problem
+    got = split_probes.record_probe(parents, kernel, "bf16", rows, cols, ["x", probe.slot.key])
+    assert got is not None and got.slot.key == probe.slot.key and got.problem == (rows, cols)
+    assert (got.rows, got.cols) == (probe.rows, probe.cols) and got.probe
+    for key in wrong_keys:
+        assert split_probes.record_probe(parents, kernel, "bf16", rows, cols, [key]) is None
+    assert split_probes.record_probe(parents, other_kernel, "bf16", rows, cols, [probe.slot.key]) is None
+
+
 def test_record_probe_finds_the_forced_split_kernel():
     (probe, split), = _draw(count=1)[0]
     rows, cols = probe.problem
-    got = split_probes.record_probe(PARENTS, "scaled_softmax_bwd", "bf16", rows, cols, ["x", probe.slot.key])
-    assert got is not None and got.slot.key == probe.slot.key and got.problem == (rows, cols)
-    assert (got.rows, got.cols) == (probe.rows, probe.cols) and got.probe
     # A row kernel of the problem, or a split of other sizes than Inductor's, is no split probe.
-    for key in (f"bw.red.x{rows}.r{cols}", f"bw.red.x{rows * split}.r{probe.cols + 1}"):
-        assert split_probes.record_probe(PARENTS, "scaled_softmax_bwd", "bf16", rows, cols, [key]) is None
-    assert split_probes.record_probe(PARENTS, "softmax_bwd", "bf16", rows, cols, [probe.slot.key]) is None
+    assert_record_probe_frames(PARENTS, "scaled_softmax_bwd", probe,
+                               (f"bw.red.x{rows}.r{cols}", f"bw.red.x{rows * split}.r{probe.cols + 1}"), "softmax_bwd")
 
 
 # ---- evidence of focused points ----------------------------------------------------------------------------
