@@ -233,19 +233,23 @@ def test_inductor_autotuning_takes_the_gpu_lock(hooked):
     assert entered, "Inductor's autotuning benchmark ran without the GPU lock"
 
 
-def test_focused_study_varies_only_the_split_kernel(tmp_path):
-    """A study focused on the split kernel (few rows at long N) forces a config onto that kernel alone, and its
-    evidence is that kernel at its own sizes, compiled as the problem (docs/rules.md, stop 45)."""
-    from inductor_tune import experiment
-    from inductor_tune.evidence import load_points, select_gpu
+@pytest.mark.parametrize("kernel, rows, cols, role", [
+    ("softmax_bwd", 8, 40000, "split"), ("layernorm_bwd", 16409, 173, "column_split"),
+])
+def test_focused_study_varies_only_the_split_kernel(tmp_path, kernel, rows, cols, role):
+    """A study focused on the split kernel (few rows at long N; stop 45) or on the column split of a weight gradient
+    (stop 46) forces a config onto that kernel alone, its evidence is that kernel at its own sizes, compiled as the
+    problem, and Inductor split it as ``split_probes`` predicts, which is how span probes of its rules are placed."""
+    from inductor_tune import experiment, split_probes
+    from inductor_tune.evidence import load_points, part_role, select_gpu
     from inductor_tune.records import Outcome
     from inductor_tune.search import Tuner
     from inductor_tune.space import DEFAULT_FLAGS, SearchSpace, TrialConfig, slot_role
     from inductor_tune.store import Store
     from inductor_tune.workers import WorkerPool
 
-    exp = experiment.from_mapping({"kernels": ["softmax_bwd"], "shapes": ["8x40000"], "dtypes": ["bf16"], "trials": 8,
-                                   "seed": 1, "focus": "split", "warm_start": 0}, "gpu-focus")
+    exp = experiment.from_mapping({"kernels": [kernel], "shapes": [f"{rows}x{cols}"], "dtypes": ["bf16"], "trials": 8,
+                                   "seed": 1, "focus": role, "warm_start": 0}, "gpu-focus")
     store = Store(f"sqlite:///{tmp_path}/t.sqlite")
     with WorkerPool(0, 6, 120, lock_dir=str(tmp_path)) as pool:
         Tuner(exp, pool, store).run()
@@ -254,10 +258,15 @@ def test_focused_study_varies_only_the_split_kernel(tmp_path):
     (key,) = space.focus
     slots = space.structure(DEFAULT_FLAGS)
     (split,) = [s for s in slots if s.key == key]
-    assert len(slots) >= 2 and slot_role(split, 8, 40000) == "split", [s.key for s in slots]
+    assert len(slots) >= 2 and slot_role(split, rows, cols) == role, [s.key for s in slots]
     ok = [r for r in store.trials(study.id) if r.outcome == Outcome.OK and not r.inductor_default]
     assert len(ok) >= 4, [(r.outcome, r.reason) for r in store.trials(study.id)]
     configs = [TrialConfig.from_json(r.config_json) for r in ok]
     assert all(c.flags == DEFAULT_FLAGS and set(c.slot_map()) == {key} for c in configs)
     (point,), _ = load_points([store], select_gpu([store], study.gpu.fingerprint))
-    assert point.problem == (8, 40000) and (point.rows, point.cols) == (split.xnumel, split.rnumel)
+    assert point.problem == (rows, cols) and (point.rows, point.cols) == (split.xnumel, split.rnumel)
+    assert part_role(point) == role
+    sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+    predicted = (split_probes.inductor_inner_split(rows, cols, sm_count) if role == "split"
+                 else split_probes.inductor_outer_split(rows, cols, sm_count))
+    assert split.xnumel == predicted * (rows if role == "split" else cols)
