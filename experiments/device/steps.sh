@@ -4,7 +4,8 @@
 #   BUDGET=570 bash experiments/device/steps.sh 'python3 -m inductor_tune validate ...' 'python3 -m inductor_tune tune ...'
 #
 # A device call has one command line and a per-call limit; this runs each step with what is left of BUDGET seconds
-# (a step started late is skipped, not cut short at once), so each call adds complete results. $OUT/log gets the
+# (stopped when that runs out; skipped where less than 30 s is left), so a call's budget is spent on whole steps
+# first and a resumable step (tune, crossmeasure) keeps what it finished. $OUT/log gets the
 # GPU's name, memory and driver, the torch and triton versions, and each step's output, start, exit status and
 # seconds; every db/*.sqlite a step created or changed is copied to $OUT/db. Where the databases were carried packed
 # (experiments/device/pack.sh), unpack them first: `tar xJf .carry/db.tar.xz && bash experiments/device/steps.sh ...`.
