@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run shell commands one after another on a lent GPU machine within a time budget, and bring back what they wrote.
 #
-#   BUDGET=570 bash experiments/device/steps.sh 'python3 -m inductor_tune validate ...' 'python3 -m inductor_tune tune ...'
+#   BUDGET=570 bash experiments/device/steps.sh 'python3 -m inductor_tune validate ...' 'python3 -m ...'
 #
 # A device call has one command line and a per-call limit; this runs each step with what is left of BUDGET seconds
 # (stopped when that runs out; skipped where less than 30 s is left), so a call's budget is spent on whole steps
