@@ -58,10 +58,10 @@ def inductor_inner_split(rows: int, cols: int, sm_count: int, capability_major: 
         target_blocks = sm_count * threads_per_sm // (2 * num_threads)
         blocks_per_output = (target_blocks + rows - 1) // rows
         tmp = (cols + num_threads * blocks_per_output - 1) // (num_threads * blocks_per_output)
-        closest = min(_divisors(cols), key=lambda d: abs(d - tmp))
+        closest = _nearest_divisor(cols, tmp)
         split_size = max(closest, WARP_SIZE) if abs(closest - tmp) < 30 else tmp
     else:
-        closest = min(_divisors(cols), key=lambda d: abs(d - 512))
+        closest = _nearest_divisor(cols, 512)
         split_size = closest if abs(closest - 512) < 50 else 512
     return (cols + split_size * num_threads - 1) // (split_size * num_threads)
 
@@ -81,10 +81,10 @@ def inductor_outer_split(rows: int, cols: int, sm_count: int) -> int:
         xblocks = -(-cols // 128)
         target_blocks = -(-(sm_count * MAX_THREADS_PER_SM // num_threads) // xblocks)
         tmp = -(-rows // (rvals_per_thread * target_blocks))
-        closest = min(_divisors(rows), key=lambda d: abs(d - tmp))
+        closest = _nearest_divisor(rows, tmp)
         split_size = max(closest, WARP_SIZE) if abs(tmp - closest) < 20 else tmp
     else:
-        closest = min(_divisors(rows), key=lambda d: abs(d - 512))
+        closest = _nearest_divisor(rows, 512)
         split_size = closest if abs(closest - 512) < 50 else 512
     return -(-rows // (rvals_per_thread * split_size))
 
@@ -92,6 +92,11 @@ def inductor_outer_split(rows: int, cols: int, sm_count: int) -> int:
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
+
+
+def _nearest_divisor(n: int, target: int) -> int:
+    """The divisor of n nearest ``target``, the smaller on a tie (``sympy.divisors`` order, as Inductor picks it)."""
+    return min(_divisors(n), key=lambda d: abs(d - target))
 
 
 @dataclasses.dataclass(frozen=True)
