@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Fit a candidate heuristic file from a fit list, as stops 45 and 46 did (docs/rules.md):
+#
+#   bash experiments/fits/fit.sh experiments/fits/h200-s46.txt OUT.yaml
+#
+# distill reads the list's databases in order (lines after its two-line header), experiments/unsplit_fit.py adds
+# the unsplit rule (its kernels from the databases the first unsplit fit read, experiments/fits/unsplit-kernels-from.txt)
+# and experiments/mixtune/candidate.py the split-autotune entries.  The steps are deterministic: the same list and
+# databases give the same digest, on the CPU or on a GPU machine.
+set -euo pipefail
+fitlist=$1; out=$2; work=$(mktemp -d)
+here=$(dirname "$0")
+mapfile -t dbs < <(sed 1,2d "$fitlist" | grep .)
+python3 -m inductor_tune distill "${dbs[@]}" --gpu H200 --no-folds --out "$work/launch.yaml"
+python3 experiments/unsplit_fit.py fit "$work/launch.yaml" --evidence db/unsplit-train.sqlite,db/unsplit-train2.sqlite \
+  --variant experiments/unsplit/probe-persistent16.yaml=db/unsplit-persistent16-train.sqlite,db/unsplit-persistent16-train2.sqlite \
+  --kernels-from "$(paste -sd, "$here/unsplit-kernels-from.txt")" --out "$work/unsplit.yaml"
+python3 experiments/mixtune/candidate.py "$work/unsplit.yaml" experiments/mixtune/probe-up-m5.yaml "$out" \
+  db/mixtune-probe-up-m5.sqlite db/mixtune2-probe-up-m5.sqlite db/mixtune3-probe-up-m5.sqlite
+python3 -c "from inductor_tune.runtime.rulefile import load; h = load('$out'); \
+print('$out', h.digest()[:8], len(h.rules), 'rules', sum(1 for r in h.rules if r.config), 'with a config')"
+rm -rf "$work"
