@@ -124,7 +124,7 @@ def test_candidates_from_a_gpu_not_in_the_databases_or_the_measured_one_is_one_l
     for argv, message in [
         (["--plan-only", "H100", "--candidates-from", "A100"],
          "--candidates-from: no studies or crossmeasure records of a GPU matching 'A100'"),
-        (["--plan-only", "H200", "--candidates-from", "H200", "--span-probes", "2"],
+        (["--plan-only", "H200", "--candidates-from", "H200", "--span-probes", "5"],
          "--candidates-from 'H200' names the GPU measured"),
     ]:
         assert cli.main(["crossmeasure", *dbs, "--storage", str(storage), *argv]) == 2, argv

@@ -108,7 +108,7 @@ def test_cli_fill_plans_and_refuses_what_it_cannot_do(tmp_path, capsys):
     assert out.strip().splitlines()[-1].endswith("(shape, config) pairs") and not storage.exists()
     for argv, message in [
         (["--fill", "-1"], "--fill at least 0"),
-        (["--fill", "1", "--span-probes", "2"], "--fill times the shapes already measured"),
+        (["--fill", "1", "--span-probes", "5"], "--fill times the shapes already measured"),
         (["--fill", "1", "--replay", dbs[0]], "--fill with --replay"),
     ]:
         assert cli.main([*base, *argv]) == 2, argv

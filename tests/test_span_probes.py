@@ -169,9 +169,9 @@ def test_crossmeasure_span_probe_arguments_and_bad_draw_files_are_one_line(tmp_p
     good = tmp_path / "held.json"
     good.write_text(gate.make_draw(5, 1, ["rmsnorm_fwd"], set(), GiB).to_json())
     base = ["crossmeasure", *dbs, "--storage", str(storage), "--plan-only", "H200"]
-    assert cli.main([*base, "--span-probes", "2", "--seed", "4", "--avoid-draw", str(good)]) == 0
+    assert cli.main([*base, "--span-probes", "5", "--seed", "4", "--avoid-draw", str(good)]) == 0
     out = capsys.readouterr().out
-    assert "0 shape(s) + 2 probe(s) where no study ran" in out and not storage.exists()
+    assert "0 shape(s) + 5 probe(s) where no study ran" in out and not storage.exists()
     # Edge probes alone also plan probes, not the studied shapes.
     assert cli.main([*base, "--edge-probes", "1", "--seed", "4", "--avoid-draw", str(good)]) == 0
     out = capsys.readouterr().out
@@ -179,15 +179,18 @@ def test_crossmeasure_span_probe_arguments_and_bad_draw_files_are_one_line(tmp_p
     bad = tmp_path / "bad.json"
     bad.write_text(text)
     for argv, message in [
-        (["--span-probes", "2", "--avoid-draw", str(bad)], f"--avoid-draw: {bad} is not a draw"),
-        (["--span-probes", "2", "--avoid-draw", str(tmp_path / "absent.json")], "--avoid-draw: cannot read"),
+        (["--span-probes", "5", "--avoid-draw", str(bad)], f"--avoid-draw: {bad} is not a draw"),
+        (["--span-probes", "5", "--avoid-draw", str(tmp_path / "absent.json")], "--avoid-draw: cannot read"),
         (["--span-probes", "-1"], "--span-probes, --edge-probes and --fill at least 0"),
+        # A round of fewer probes than alignment classes cannot settle a rule (distill's settle_rules).
+        (["--span-probes", "4"], "--span-probes 4: a span round needs at least 5 probes per rule"),
+        (["--span-probes", "1", "--edge-probes", "1"], "--span-probes 1: a span round needs at least 5"),
         (["--edge-probes", "-1"], "--span-probes, --edge-probes and --fill at least 0"),
-        (["--span-probes", "2", "--seed", "-3"], "--seed"),
-        (["--span-probes", "2", "--replay", dbs[0]], "--span-probes, --edge-probes or --fill with --replay"),
+        (["--span-probes", "5", "--seed", "-3"], "--seed"),
+        (["--span-probes", "5", "--replay", dbs[0]], "--span-probes, --edge-probes or --fill with --replay"),
         (["--edge-probes", "1", "--replay", dbs[0]], "--span-probes, --edge-probes or --fill with --replay"),
-        (["--span-probes", "2", "--max-gib", "0"], "--max-gib must be a positive number of GiB"),
-        (["--span-probes", "2", "--max-gib", "nan"], "--max-gib must be a positive number of GiB"),
+        (["--span-probes", "5", "--max-gib", "0"], "--max-gib must be a positive number of GiB"),
+        (["--span-probes", "5", "--max-gib", "nan"], "--max-gib must be a positive number of GiB"),
     ]:
         assert cli.main([*base, *argv]) == 2, argv
         (line,) = capsys.readouterr().err.strip().splitlines()
