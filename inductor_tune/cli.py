@@ -232,18 +232,11 @@ def cmd_demo(args) -> int:
 def cmd_crossmeasure(args) -> int:
     from . import experiment as experiment_mod
     from .app.crossmeasure import CrossmeasureRequest, crossmeasure
-    from .shapes import ALIGNMENT_CLASSES
 
     if args.rounds < 2 or min(args.top, args.max_configs) < 1 or \
             min(args.neighbours, args.span_probes, args.edge_probes, args.fill) < 0:
         raise CliError("--rounds must be at least 2, --top and --max-configs at least 1, --neighbours, "
                        "--span-probes, --edge-probes and --fill at least 0")
-    classes = len(ALIGNMENT_CLASSES)
-    if 0 < args.span_probes < classes:
-        # distill settles a rule on the latest span round in its span, and only once that round timed its config at
-        # N of every alignment class: a smaller round leaves every rule it probes held back (H100, stop 47).
-        raise CliError(f"--span-probes {args.span_probes}: a span round needs at least {classes} probes per rule, "
-                       f"one at N of each alignment class, or distill holds back every rule it probes")
     if args.fill and (args.span_probes or args.edge_probes):
         raise CliError("--fill times the shapes already measured; it does not go with --span-probes or --edge-probes")
     if args.fill_share is not None and not args.fill:

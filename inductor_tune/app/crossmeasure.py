@@ -6,6 +6,7 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ..shapes import ALIGNMENT_CLASSES
 from .common import (AppError, check_readable, check_replay, default_workers, import_torch, refuse_storage_among,
                      require_gpus, storage_url)
 
@@ -79,6 +80,12 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
     unknown = sorted(set(request.probes) - set(PROBEABLE_KINDS))
     if unknown:
         raise AppError(f"--probes: unknown kind(s) {', '.join(unknown)}; known: {', '.join(PROBEABLE_KINDS)}, none")
+    classes = len(ALIGNMENT_CLASSES)
+    if 0 < request.span_probes < classes:
+        # distill settles a rule on the latest span round in its span, and only once that round timed its config at
+        # N of every alignment class: a smaller round leaves every rule it probes held back (H100, stop 47).
+        raise AppError(f"--span-probes {request.span_probes}: a span round needs at least {classes} probes per rule, "
+                       "one at N of each alignment class, or distill holds back every rule it probes")
     check_readable([storage_url(d) for d in request.dbs])
     storage = storage_url(request.storage)
     refuse_storage_among(storage, request.dbs, DEFAULT_STORAGE)
