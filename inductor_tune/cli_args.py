@@ -148,8 +148,8 @@ def _crossmeasure_arguments(sub) -> None:
     c.add_argument("--span-probes", type=int, default=0, metavar="K",
                    help="instead of the studied shapes, time K random probes inside the span of each size group "
                    "whose fitted rule sets a config (random rows and N, none at a studied shape): that config and "
-                   "the group's covered candidates, where no study looked (default 0: off; else at least 5, one at N of each "
-                   "alignment class, as distill needs to settle a rule)")
+                   "the group's covered candidates, where no study looked (default 0: off; else at least 5, one at N "
+                   "of each alignment class, as distill needs to settle a rule)")
     c.add_argument("--edge-probes", type=int, default=0, metavar="K",
                    help="with or instead of --span-probes: K probes at each kernel a config rule matches, with rows "
                    "in the lowest octave of the rule's rows, where its grid is smallest (default 0: off)")

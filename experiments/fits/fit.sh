@@ -4,7 +4,8 @@
 #   bash experiments/fits/fit.sh experiments/fits/h200-s46.txt OUT.yaml
 #
 # distill reads the list's databases in order (lines after its two-line header), experiments/unsplit_fit.py adds
-# the unsplit rule (its kernels from the databases the first unsplit fit read, experiments/fits/unsplit-kernels-from.txt)
+# the unsplit rule (its kernels from the databases the first unsplit fit read,
+# experiments/fits/unsplit-kernels-from.txt)
 # and experiments/mixtune/candidate.py the split-autotune entries.  The steps are deterministic: the same list and
 # databases give the same digest, on the CPU or on a GPU machine.
 set -euo pipefail
@@ -12,8 +13,9 @@ fitlist=$1; out=$2; work=$(mktemp -d)
 here=$(dirname "$0")
 mapfile -t dbs < <(sed 1,2d "$fitlist" | grep .)
 python3 -m inductor_tune distill "${dbs[@]}" --gpu H200 --no-folds --out "$work/launch.yaml"
+persistent16=db/unsplit-persistent16-train.sqlite,db/unsplit-persistent16-train2.sqlite
 python3 experiments/unsplit_fit.py fit "$work/launch.yaml" --evidence db/unsplit-train.sqlite,db/unsplit-train2.sqlite \
-  --variant experiments/unsplit/probe-persistent16.yaml=db/unsplit-persistent16-train.sqlite,db/unsplit-persistent16-train2.sqlite \
+  --variant "experiments/unsplit/probe-persistent16.yaml=$persistent16" \
   --kernels-from "$(paste -sd, "$here/unsplit-kernels-from.txt")" --out "$work/unsplit.yaml"
 python3 experiments/mixtune/candidate.py "$work/unsplit.yaml" experiments/mixtune/probe-up-m5.yaml "$out" \
   db/mixtune-probe-up-m5.sqlite db/mixtune2-probe-up-m5.sqlite db/mixtune3-probe-up-m5.sqlite

@@ -25,7 +25,8 @@ def touched(paths):
     """(signature, envelope) -> [(kernel, rows, cols, ratio of medians, highest round ratio)] of the probe's records."""
     out = collections.defaultdict(list)
     for path in paths:
-        with sqlite3.connect(path) as db:
+        # Read-only: a mistyped path is an error, not a new empty database.
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
             for kernel, rows, cols, result in db.execute("select kernel, rows, cols, result_json from it_validation"):
                 data = json.loads(result)
                 if not data.get("rules_applied"):
