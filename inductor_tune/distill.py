@@ -114,24 +114,36 @@ def candidates(points: Sequence[ShapePoint], params: FitParams = FitParams(), al
     return sorted(out, key=lambda c: (c.adoptable, c.worst_regret, c.gain, c.config.describe()), reverse=True)
 
 
+def _most_robust(covered: Sequence[Candidate], params: FitParams) -> Candidate:
+    """The first of ``covered`` (ranked by ``candidates``), except that adoptable configs within
+    ``params.regret_tie`` of the best worst ratio to the best found tie, and the tie goes to the highest worst
+    gain over Inductor's default (then the geomean gain)."""
+    adoptable = [c for c in covered if c.adoptable]
+    if not adoptable:
+        return covered[0]
+    tied = [c for c in adoptable if c.worst_regret >= adoptable[0].worst_regret - params.regret_tie]
+    return max(tied, key=lambda c: (min(c.gains), c.gain, c.config.describe()))
+
+
 def fit_group(points: Sequence[ShapePoint], params: FitParams, top: int = 3, allowed=None) -> GroupFit:
     """The most robust adoptable config of one group of shapes, or keep-default with the reason."""
     points = tuple(points)
     need = max(params.min_shapes, math.ceil(params.min_coverage * len(points)))
     ranked = candidates(points, params, allowed)
     covered = [c for c in ranked if len(c.measured) >= need]
+    chosen = _most_robust(covered, params) if covered else None
     default_worst = min(1 / p.best for p in points)
     base = Evidence(
         shapes=tuple(p.label for p in points),
         inductor_default=tuple(sorted({p.inductor_default for p in points if p.inductor_default})),
         # Promising configs short of coverage: what `inductor-tune crossmeasure` should time across the group.
-        candidates=tuple(c.describe(len(points)) for c in ranked if c.gain > 1 and c not in covered[:1])[:top],
+        candidates=tuple(c.describe(len(points)) for c in ranked if c.gain > 1 and c is not chosen)[:top],
     )
     if not covered:
         note = (f"no config was timed interleaved at {need} or more of the {len(points)} shapes; "
                 f"Inductor's default reaches {default_worst:.3f} of the best found in the worst case")
         return GroupFit(points, None, dataclasses.replace(base, note=note), default_worst)
-    best = covered[0]
+    best = chosen
     evidence = dataclasses.replace(
         base, measured=tuple(p.label for p in best.measured),
         unmeasured=tuple(p.label for p in points if p not in best.measured), gain_geomean=round(best.gain, 4),

@@ -22,6 +22,12 @@ class FitParams:
     # Smallest geometric-mean gain a rule is adopted for: a 1.6 % gain fitted at one shape lost 5 % at
     # a held-out shape of its size group on an H200; gains that small are not worth the risk.
     min_gain: float = 0.03
+    # Adoptable configs whose worst ratio to the best found lies within this of the most robust one tie on it, and
+    # the tie goes to the one least slower than Inductor's default at its worst shape: on an H200 the RMSNorm
+    # forwards' split-kernel rule took 32 warps for a worst ratio 0.001 above 8 warps' (gains 0.994.. against
+    # 1.010..), and lost 4.9 % at llama_rmsnorm_train_fwd 144x118778 where 8 warps won 16.6 % (stop 48).
+    # 0 reproduces the files up to stop 47.
+    regret_tie: float = stats.NOISE_FLOOR
     # The most loss a shape's noise may excuse: the gate's bar is 0.98x Inductor's default.  A LayerNorm
     # forward rule whose one noisy shape (noise 3.3 %) read 0.972x was adopted, and fresh rounds on an
     # H200 timed that shape at 0.976x with 0.4 % noise (docs/rules.md).

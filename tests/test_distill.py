@@ -183,7 +183,20 @@ def _adoptable(pts, params=distill.FitParams()):
     return out
 
 
-def test_each_rule_is_the_best_worst_case_adoptable_config_and_its_evidence_is_recomputable(heur, points):
+def _most_robust(pts, params=distill.FitParams()):
+    """The config a rule over these shapes takes, recomputed from the points: the best worst ratio to each shape's
+    best, where configs within ``params.regret_tie`` of it tie and the tie goes to the highest worst gain over the
+    default, then the geomean gain."""
+    adoptable = _adoptable(pts, params)
+    if not adoptable:
+        return None
+    top = max(adoptable.values())
+    tied = [cfg for cfg, regret in adoptable.items() if regret >= top - params.regret_tie]
+    gains = {cfg: [p.speedups[cfg] for p in pts] for cfg in tied}
+    return max(tied, key=lambda cfg: (min(gains[cfg]), _geomean(gains[cfg]), cfg.describe()))
+
+
+def test_each_rule_is_the_most_robust_adoptable_config_and_its_evidence_is_recomputable(heur, points):
     assert _rule(heur.rules, "inner_looped", "sum", 4096).rnumel == (2048, 8192)
     assert _rule(heur.rules, "inner_looped", "sum", 2048).config == X1_W4
     for rule in heur.rules:
@@ -194,23 +207,40 @@ def test_each_rule_is_the_best_worst_case_adoptable_config_and_its_evidence_is_r
         if rule.config is None:
             assert not adoptable, rule.describe()
             continue
-        assert adoptable[rule.config] == pytest.approx(max(adoptable.values()), abs=1e-12), rule.describe()
+        assert adoptable[rule.config] >= max(adoptable.values()) - distill.FitParams().regret_tie, rule.describe()
         ev, gains = rule.evidence, [p.speedups[rule.config] for p in pts]
         assert ev.gain_geomean == pytest.approx(_geomean(gains), abs=1e-4)
         assert (ev.gain_min, ev.gain_max) == (pytest.approx(min(gains), abs=1e-4), pytest.approx(max(gains), abs=1e-4))
         assert ev.worst_regret == pytest.approx(adoptable[rule.config], abs=1e-4)
         assert ev.noise == pytest.approx(max(max(p.noise, 0.015) for p in pts), abs=1e-4)
         assert set(ev.inductor_default) == {p.inductor_default for p in pts}
-    # Robustness, not the typical gain: at RMSNorm's r=4096 the config with the best geomean gain is
-    # not the one with the best worst case, and each size group picks the latter before merging.
     for key, group in distill.size_groups(points).items():
-        adoptable, fit = _adoptable(group), distill.fit_group(group, distill.FitParams())
+        assert distill.fit_group(group, distill.FitParams()).config == _most_robust(group), key
+
+
+def test_a_tie_on_the_worst_ratio_to_the_best_goes_to_the_config_least_slower_than_the_default(points):
+    # regret_tie=0 is the strict order of the files up to stop 47: the best worst ratio to the best found wins.
+    strict = distill.FitParams(regret_tie=0.0)
+    ties = 0
+    for key, group in distill.size_groups(points).items():
+        adoptable = _adoptable(group, strict)
+        fit = distill.fit_group(group, strict)
         assert (fit.config is None) == (not adoptable), key
         if fit.config is not None:
             assert adoptable[fit.config] == pytest.approx(max(adoptable.values()), abs=1e-12), key
+        tied = distill.fit_group(group, distill.FitParams())
+        ties += tied.config != fit.config
+        if tied.config != fit.config:
+            gains = {c: min(p.speedups[c] for p in group) for c in (fit.config, tied.config)}
+            assert gains[tied.config] > gains[fit.config], key
+    # Robustness, not the typical gain: at RMSNorm's r=4096 the config with the best geomean gain is not the one
+    # with the best worst case, and the strict order picks the latter; within the tie, the former wins on its worst
+    # gain over the default.
     group = _group(points, "inner_looped", "sum", 4096)
     gains = {c: _geomean([p.speedups[c] for p in group]) for c in _adoptable(group)}
-    assert distill.fit_group(group, distill.FitParams()).config != max(gains, key=gains.get)
+    assert distill.fit_group(group, strict).config != max(gains, key=gains.get)
+    assert distill.fit_group(group, distill.FitParams()).config == max(gains, key=gains.get)
+    assert ties >= 1
 
 
 def test_unsure_groups_keep_the_default_and_say_why(heur, points):
