@@ -7,7 +7,8 @@
 # (stopped when that runs out; skipped where less than 30 s is left), so a call's budget is spent on whole steps
 # first and a resumable step (tune, crossmeasure) keeps what it finished. $OUT/log gets the
 # GPU's name, memory and driver, the torch and triton versions, and each step's output, start, exit status and
-# seconds; every db/*.sqlite a step created or changed is copied to $OUT/db. Where the databases were carried packed
+# seconds; every db/*.sqlite a step created or changed is copied to $OUT/db (or packed into $OUT/db.tar.xz where
+# more would come back than a call returns). Where the databases were carried packed
 # (experiments/device/pack.sh), unpack them first: `tar xJf .carry/db.tar.xz && bash experiments/device/steps.sh ...`.
 set -u
 : "${OUT:?steps.sh runs on the device machine, where OUT is set}"
@@ -23,4 +24,11 @@ for step in "$@"; do
   timeout $((left - 10)) bash -c "$step" >> "$LOG" 2>&1
   echo "== rc=$? in $(( $(date +%s) - t ))s" >> "$LOG"
 done
-mkdir -p "$OUT/db"; find db -name '*.sqlite' -newer "$mark" -exec cp {} "$OUT/db/" \;
+# A call returns at most 8 files from $OUT (stop 48 lost a ninth): past that, the databases come back as one tarball.
+mapfile -t changed < <(find db -name '*.sqlite' -newer "$mark")
+others=$(find "$OUT" -type f | wc -l)
+if [ $((others + ${#changed[@]})) -le 8 ]; then
+  mkdir -p "$OUT/db"; [ ${#changed[@]} -eq 0 ] || cp "${changed[@]}" "$OUT/db/"
+else
+  tar cf - "${changed[@]}" | xz -6 -T0 > "$OUT/db.tar.xz"
+fi
