@@ -131,19 +131,18 @@ def fit_group(points: Sequence[ShapePoint], params: FitParams, top: int = 3, all
     need = max(params.min_shapes, math.ceil(params.min_coverage * len(points)))
     ranked = candidates(points, params, allowed)
     covered = [c for c in ranked if len(c.measured) >= need]
-    chosen = _most_robust(covered, params) if covered else None
+    best = _most_robust(covered, params) if covered else None
     default_worst = min(1 / p.best for p in points)
     base = Evidence(
         shapes=tuple(p.label for p in points),
         inductor_default=tuple(sorted({p.inductor_default for p in points if p.inductor_default})),
         # Promising configs short of coverage: what `inductor-tune crossmeasure` should time across the group.
-        candidates=tuple(c.describe(len(points)) for c in ranked if c.gain > 1 and c is not chosen)[:top],
+        candidates=tuple(c.describe(len(points)) for c in ranked if c.gain > 1 and c is not best)[:top],
     )
     if not covered:
         note = (f"no config was timed interleaved at {need} or more of the {len(points)} shapes; "
                 f"Inductor's default reaches {default_worst:.3f} of the best found in the worst case")
         return GroupFit(points, None, dataclasses.replace(base, note=note), default_worst)
-    best = chosen
     evidence = dataclasses.replace(
         base, measured=tuple(p.label for p in best.measured),
         unmeasured=tuple(p.label for p in points if p not in best.measured), gain_geomean=round(best.gain, 4),

@@ -15,9 +15,6 @@ import json
 
 import yaml
 
-_EVIDENCE_ONLY = ("evidence",)
-
-
 def _config_rules(path: str) -> dict[str, dict]:
     with open(path, encoding="utf-8") as handle:
         rules = yaml.safe_load(handle)["rules"]
@@ -25,7 +22,7 @@ def _config_rules(path: str) -> dict[str, dict]:
     for rule in rules:
         if rule.get("action") != "config":
             continue
-        key = {name: value for name, value in rule.items() if name not in _EVIDENCE_ONLY}
+        key = {name: value for name, value in rule.items() if name != "evidence"}
         out[json.dumps(key, sort_keys=True)] = rule
     return out
 
