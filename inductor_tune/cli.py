@@ -166,6 +166,9 @@ def print_validation(result) -> int:
         if touched:
             print(render(touched))
         print(result.gate.render())
+        if result.resumed:
+            print(f"resumed: {result.resumed} of the {result.gate.drawn} problems were read back from the records an "
+                  "earlier run of this file and draw stored there, the rest measured now")
         print(f"records stored in {result.storage} (each with the draw, under \"gate\")")
         return 0 if result.gate.passed else 1
     print(render(list(result.rows)))
@@ -330,13 +333,14 @@ HANDLERS = {
 }
 
 
-# Only studies and crossmeasure skip what a storage already holds; validate measures every problem again
-# (a stopped gate or model run cannot be summarised from part of its records).
+# Studies, crossmeasure and gate runs skip what a storage already holds; validate of a suite or of models measures
+# every problem again (a stopped model run cannot be summarised from part of its records).
 RERUN = "re-run the same command to start again"
 INTERRUPTED = {
     "tune": "re-run the same command to resume",
     "crossmeasure": "re-run the same command to resume",
-    "validate": "the records stored so far stay; re-running the command measures every problem again",
+    "validate": "the records stored so far stay; re-running the command resumes a --random or --draw run and "
+                "measures a suite's or the models' problems again",
 }
 
 

@@ -491,16 +491,14 @@ def validation_points(store_or_url, heuristics_path: str | None = None, digest: 
 def validation_rows(store_or_url, heuristics_path: str | None = None, digest: str | None = None,
                     gpu: str | None = None) -> list:
     """The same latest records as ``validate.ValidationRow``s, for ``validate.render``'s table."""
-    from .validate import ValidationRow, Variant
+    from .validate import row_from_summary
 
-    fields = {f.name for f in dataclasses.fields(ValidationRow)}
     rows = []
     for rec in _latest_records(store_or_url, heuristics_path, digest, gpu):
         s = json.loads(rec.result_json).get("summary")
         if s is None:  # a gate problem that failed: nothing was timed
             continue
-        s = dict(s, variants=tuple(Variant(**v) for v in s["variants"]), notes=tuple(s["notes"]))
-        rows.append(ValidationRow(**{k: v for k, v in s.items() if k in fields}))
+        rows.append(row_from_summary(s))
     return rows
 
 

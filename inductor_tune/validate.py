@@ -186,67 +186,134 @@ def gate_record(gate: dict[str, Any], whole: bool) -> dict[str, Any]:
     return {**kept, "draw_sha256": digest}
 
 
-def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequence[str], rounds: int, timing,
-                   progress=None, gate: dict[str, Any] | None = None) -> list[ValidationRow | ProblemFailure]:
-    """Measure every problem (one task, so one worker process, each) and store a record per problem.
+def timing_record(timing, rounds: int) -> str:
+    """The timing JSON of a validation record: the spec, the method and the rounds."""
+    return json.dumps({**dataclasses.asdict(timing), "method": "triton.testing.do_bench", "rounds": rounds,
+                       "interleaved": True})
 
-    ``gate`` (the draw, as JSON data) makes this a gate run: it goes into every record, problems the
-    rules leave alone are timed as the default only, there are no peers or best found, and a failed
-    problem is stored and returned as a ``ProblemFailure`` instead of raising RuntimeError.
-    """
-    import os
 
-    from . import heuristics
-    from .tasks import ValidateTask
-    from .workers import TaskFailure, run_tasks
+def row_from_summary(summary: dict[str, Any]) -> ValidationRow:
+    """A stored record's "summary" back as the row it was made from."""
+    fields = {f.name for f in dataclasses.fields(ValidationRow)}
+    s = dict(summary, variants=tuple(Variant(**v) for v in summary["variants"]), notes=tuple(summary["notes"]))
+    return ValidationRow(**{k: v for k, v in s.items() if k in fields})
 
-    heur = heuristics.load(heuristics_path)
-    fp_key = pool.fingerprint.key
-    best = best_configs(db_urls, fp_key) if gate is None else {}
+
+ProblemKey = tuple[str, int, int, str]  # kernel, rows, cols, dtype
+
+
+def recorded_gate_rows(store, pool, heuristics_digest: str, gate: dict[str, Any], rounds: int,
+                       timing) -> dict[ProblemKey, ValidationRow | ProblemFailure]:
+    """The problems of this gate draw that ``store`` already holds a record of, for the same file (by digest), GPU
+    stack and timing, as rows: a gate run stopped part way (a device call's time limit) is finished by the same
+    command, which measures only the rest.  The latest record of a problem counts."""
     gpu_id = store.upsert_gpu(pool.fingerprint, pool.ceiling_gbps)
-    tasks = []
-    for i, problem in enumerate(problems):
-        key = (problem.kernel, str(problem.shape), problem.dtype)
-        tasks.append(ValidateTask(i, problem, os.path.abspath(heuristics_path), rounds, timing, best.get(key),
-                                  studied=key in best, skip_untouched=gate is not None, peers=gate is None))
-    results = {}
+    mine = (gpu_id, heuristics_digest, timing_record(timing, rounds))
+    sha = gate_record(gate, whole=True)["draw_sha256"]
+    out: dict[ProblemKey, ValidationRow | ProblemFailure] = {}
+    for rec in store.validations():
+        result = json.loads(rec.result_json)
+        if (rec.gpu_id, rec.heuristics_digest, rec.timing_json) != mine or result.get("gate", {}).get(
+                "draw_sha256") != sha:
+            continue
+        shape = f"{rec.rows}x{rec.cols}"
+        out[rec.kernel, rec.rows, rec.cols, rec.dtype] = (
+            ProblemFailure(rec.kernel, shape, rec.dtype, result["failed"]) if "failed" in result
+            else row_from_summary(result["summary"]))
+    return out
 
-    def keep(task: ValidateTask, result) -> None:
-        results[task.task_id] = result
-        if progress is not None:
-            progress.update(1)
 
-    run_tasks(pool, tasks, keep)
-    timing_json = json.dumps({**dataclasses.asdict(timing), "method": "triton.testing.do_bench", "rounds": rounds,
-                              "interleaved": True})
-    rows: list[ValidationRow | ProblemFailure] = []
-    for index, task in enumerate(tasks):
-        extra = {} if gate is None else {"gate": gate_record(gate, whole=index == 0)}
-        problem, result = task.problem, results[task.task_id]
-        record = dict(gpu_id=gpu_id, heuristics_path=heuristics_path, heuristics_digest=heur.digest(),
-                      kernel=problem.kernel, rows=problem.shape.rows, cols=problem.shape.cols, dtype=problem.dtype,
-                      timing_json=timing_json)
+@dataclasses.dataclass
+class _Recorder:
+    """Turns one problem's result into its row and stores its record (see ``run_validation``)."""
+
+    store: Any
+    base: dict[str, Any]  # the fields every record of the run shares
+    ceiling_gbps: float
+    gate: dict[str, Any] | None
+    draw_stored: bool  # a record of this run's draw (file and GPU alike) already keeps the whole draw
+
+    def record(self, problem, result) -> ValidationRow | ProblemFailure:
+        from .workers import TaskFailure
+
+        extra = {}
+        if self.gate is not None:
+            extra = {"gate": gate_record(self.gate, whole=not self.draw_stored)}
+            self.draw_stored = True
+        record = dict(self.base, kernel=problem.kernel, rows=problem.shape.rows, cols=problem.shape.cols,
+                      dtype=problem.dtype)
         failure = None
         if isinstance(result, TaskFailure):
             failure = result.reason
             result = {"outcome": getattr(result.outcome, "value", str(result.outcome))}
         else:
             try:
-                row = summarize_problem(problem.kernel, str(problem.shape), problem.dtype, result, pool.ceiling_gbps)
+                row = summarize_problem(problem.kernel, str(problem.shape), problem.dtype, result, self.ceiling_gbps)
             except ValueError as exc:  # Inductor's default itself was not timed
-                if gate is None:
+                if self.gate is None:
                     raise
                 failure = str(exc)
         if failure is not None:
-            if gate is None:
+            if self.gate is None:
                 raise RuntimeError(f"validating {problem.kernel} {problem.shape} failed: {failure}")
             log.warning("gate: %s %s %s failed: %s", problem.kernel, problem.shape, problem.dtype, failure)
             # No "summary": readers of the records (figdata) take only problems that were timed.
-            store.add_validation(**record, regressed=False,
-                                 result_json=json.dumps({**result, "failed": failure, **extra}))
-            rows.append(ProblemFailure(problem.kernel, str(problem.shape), problem.dtype, failure))
+            self.store.add_validation(**record, regressed=False,
+                                      result_json=json.dumps({**result, "failed": failure, **extra}))
+            return ProblemFailure(problem.kernel, str(problem.shape), problem.dtype, failure)
+        self.store.add_validation(**record, regressed=row.regressed,
+                                  result_json=json.dumps({**result, "summary": dataclasses.asdict(row), **extra}))
+        return row
+
+
+def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequence[str], rounds: int, timing,
+                   progress=None, gate: dict[str, Any] | None = None,
+                   done: dict[ProblemKey, ValidationRow | ProblemFailure] | None = None,
+                   ) -> list[ValidationRow | ProblemFailure]:
+    """Measure every problem (one task, so one worker process, each) and store a record per problem.
+
+    ``gate`` (the draw, as JSON data) makes this a gate run: it goes into every record, problems the
+    rules leave alone are timed as the default only, there are no peers or best found, and a failed
+    problem is stored and returned as a ``ProblemFailure`` instead of raising RuntimeError.  A gate run
+    stores each record as its problem finishes, and the problems in ``done`` (``recorded_gate_rows``) are
+    not measured again: their rows come back as they were recorded.
+    """
+    import os
+
+    from . import heuristics
+    from .tasks import ValidateTask
+    from .workers import run_tasks
+
+    heur = heuristics.load(heuristics_path)
+    done = done or {}
+    best = best_configs(db_urls, pool.fingerprint.key) if gate is None else {}
+    base = dict(gpu_id=store.upsert_gpu(pool.fingerprint, pool.ceiling_gbps), heuristics_path=heuristics_path,
+                heuristics_digest=heur.digest(), timing_json=timing_record(timing, rounds))
+    recorder = _Recorder(store, base, pool.ceiling_gbps, gate, draw_stored=bool(done))
+    rows: dict[int, ValidationRow | ProblemFailure] = {}
+    tasks = []
+    for i, problem in enumerate(problems):
+        key = (problem.kernel, str(problem.shape), problem.dtype)
+        recorded = done.get((problem.kernel, problem.shape.rows, problem.shape.cols, problem.dtype))
+        if recorded is not None:
+            rows[i] = recorded
             continue
-        store.add_validation(**record, regressed=row.regressed,
-                             result_json=json.dumps({**result, "summary": dataclasses.asdict(row), **extra}))
-        rows.append(row)
-    return rows
+        tasks.append(ValidateTask(i, problem, os.path.abspath(heuristics_path), rounds, timing, best.get(key),
+                                  studied=key in best, skip_untouched=gate is not None, peers=gate is None))
+    if progress is not None and rows:
+        progress.update(len(rows))
+    results = {}
+
+    def keep(task: ValidateTask, result) -> None:
+        if gate is not None:  # stored as it comes, so that a stopped gate run keeps what it measured
+            rows[task.task_id] = recorder.record(task.problem, result)
+        else:
+            results[task.task_id] = result
+        if progress is not None:
+            progress.update(1)
+
+    run_tasks(pool, tasks, keep)
+    for task in tasks:
+        if task.task_id not in rows:
+            rows[task.task_id] = recorder.record(task.problem, results[task.task_id])
+    return [rows[i] for i in range(len(problems))]

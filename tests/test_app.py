@@ -85,6 +85,24 @@ def test_the_gate_announces_its_draw_then_passes(gpu, tmp_path, capsys):
     assert out.rstrip().endswith('(each with the draw, under "gate")')
 
 
+def test_the_same_gate_command_again_reads_its_records_back_and_measures_nothing(gpu, tmp_path, monkeypatch, capsys):
+    args = ["validate", "heuristics/h200.yaml", "--random", "3", "--seed", "7", "--kernels", "rmsnorm_fwd",
+            "--db", "db/quack.sqlite", "--storage", str(tmp_path / "v.sqlite"), "--no-progress"]
+    assert cli.main(args) == 0
+    first = capsys.readouterr().out
+    assert "resumed" not in first
+    monkeypatch.setattr(_Pool, "answer", lambda self, task: pytest.fail(f"{task.problem} measured again"))
+    assert cli.main(args) == 0
+    again = capsys.readouterr().out
+    assert "resumed: 3 of the 3 problems were read back" in again
+    # The same verdict and table, from the records.
+    assert again.replace(again[again.index("resumed"):again.index("records stored")], "") == first
+    assert len(Store(f"sqlite:///{tmp_path / 'v.sqlite'}", create=False).validations()) == 3
+    # Other rounds are another run.
+    monkeypatch.setattr(_Pool, "answer", lambda self, task: _answer(1.1))
+    assert cli.main([*args, "--rounds", "3"]) == 0 and "resumed" not in capsys.readouterr().out
+
+
 def test_a_heuristic_file_for_another_gpu_is_one_line(gpu, tmp_path, monkeypatch, capsys):
     # An H100 SXM has an H200's capability and SM count: the name tells them apart, before any worker starts.
     monkeypatch.setattr(_Pool, "props", types.SimpleNamespace(**{**vars(_Pool.props), "name": "NVIDIA H100 80GB HBM3"}))

@@ -104,12 +104,13 @@ def test_unsupported_torch_versions_are_refused():
 @pytest.mark.parametrize("command, promise", [
     ("tune", "re-run the same command to resume"),
     ("crossmeasure", "re-run the same command to resume"),
-    ("validate", "the records stored so far stay; re-running the command measures every problem again"),
+    ("validate", "the records stored so far stay; re-running the command resumes a --random or --draw run and "
+                 "measures a suite's or the models' problems again"),
     ("distill", "re-run the same command to start again"),
 ])
 def test_an_interrupt_promises_a_resume_only_where_the_command_resumes(monkeypatch, capsys, command, promise):
-    # validate stores a record per problem but never skips one already stored: its interrupt must not
-    # promise a resume (a cut-off --models run was re-run in full on an H100, stop 22).
+    # validate of models or a suite stores a record per problem but never skips one already stored: its interrupt must
+    # not promise them a resume (a cut-off --models run was re-run in full on an H100, stop 22); a gate run resumes.
     from inductor_tune import cli
 
     def interrupted(args):

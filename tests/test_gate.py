@@ -349,6 +349,48 @@ def test_a_gate_run_stores_failures_with_the_draw_and_the_gate_fails(tmp_path):
                                 _result(1.0)]), store, [], 3, TimingSpec())
 
 
+def test_a_stopped_gate_run_keeps_each_record_as_it_came_and_the_same_command_measures_only_the_rest(tmp_path):
+    # Stop 49 (H200): a device call's limit cut set 44's gate run after 234 s and nothing of it was stored.
+    from inductor_tune.records import TimingSpec
+
+    class _StoppedPool(_FakePool):
+        def answer(self, task):
+            if task.task_id == 2:
+                raise KeyboardInterrupt  # the call's limit, part way through
+            return super().answer(task)
+
+    draw = gate.make_draw(4, 12, ["rmsnorm_fwd"], set(), GiB)
+    gate_json, problems = json.loads(draw.to_json()), draw.as_problems()
+    answers = [_result(None), _result(1 / 1.2), _result(None), _result(1 / 1.05)]
+    store = Store(f"sqlite:///{tmp_path}/v.sqlite")
+    first = _StoppedPool(answers)
+    with pytest.raises(KeyboardInterrupt):
+        validate.run_validation("heuristics/h200.yaml", problems, first, store, [], 3, TimingSpec(), gate=gate_json)
+    assert len(store.validations()) == 2
+    from inductor_tune import heuristics
+
+    digest = heuristics.load("heuristics/h200.yaml").digest()
+    done = validate.recorded_gate_rows(store, first, digest, gate_json, 3, TimingSpec())
+    assert len(done) == 2
+    # Another file, other rounds or another draw resume nothing.
+    assert validate.recorded_gate_rows(store, first, "0" * 16, gate_json, 3, TimingSpec()) == {}
+    assert validate.recorded_gate_rows(store, first, digest, gate_json, 5, TimingSpec()) == {}
+    other = json.loads(gate.make_draw(4, 13, ["rmsnorm_fwd"], set(), GiB).to_json())
+    assert validate.recorded_gate_rows(store, first, digest, other, 3, TimingSpec()) == {}
+
+    again = _FakePool(answers)
+    rows = validate.run_validation("heuristics/h200.yaml", problems, again, store, [], 3, TimingSpec(),
+                                   gate=gate_json, done=done)
+    assert sorted(t.task_id for t in again.tasks) == [2, 3]
+    assert [r.shape for r in rows] == [str(p.shape) for p in problems]
+    assert rows[1].heuristics_applied and rows[1].variant(validate.HEURISTICS).ratio_to_default == pytest.approx(1.2)
+    records = store.validations()
+    gates = [json.loads(r.result_json)["gate"] for r in records]
+    assert len(records) == 4 and ["problems" in g for g in gates] == [True, False, False, False]
+    summary = gate.summarize_gate(rows, draw)
+    assert summary.measured == 4 and summary.touched == 2 and summary.passed
+
+
 # -- the command line ---------------------------------------------------------------------------
 
 def _cli(*args):

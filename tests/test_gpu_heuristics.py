@@ -219,7 +219,8 @@ def test_a_rule_that_does_not_fit_falls_back_to_inductors_configs_and_warns(capl
 
 
 def test_the_gate_on_five_random_problems_scores_what_its_committed_draw_scores(tmp_path, shipped_heuristics):
-    """`validate --random 5` measures five unseen problems; `--draw-out` then `--draw` scores the same five."""
+    """`validate --random 5` measures five unseen problems; `--draw-out` then `--draw` scores the same five, and that
+    command again reads them back."""
     from inductor_tune.store import Store
 
     path = shipped_heuristics
@@ -242,6 +243,11 @@ def test_the_gate_on_five_random_problems_scores_what_its_committed_draw_scores(
     committed = validate("--draw", str(tmp_path / "draw.json"), "--db", "db/quack.sqlite", "--rounds", "3",
                          "--storage", str(tmp_path / "committed.sqlite"))
     assert committed.returncode in (0, 1), committed.stderr
+    assert problems(tmp_path / "committed.sqlite") == problems(tmp_path / "drawn.sqlite")
+    # The same command again reads its five records back and measures nothing (a stopped gate run resumes).
+    again = validate("--draw", str(tmp_path / "draw.json"), "--db", "db/quack.sqlite", "--rounds", "3",
+                     "--storage", str(tmp_path / "committed.sqlite"))
+    assert again.returncode == committed.returncode and "resumed: 5 of the 5 problems" in again.stdout, again.stdout
     assert problems(tmp_path / "committed.sqlite") == problems(tmp_path / "drawn.sqlite")
 
 

@@ -54,6 +54,7 @@ class ValidateResult:
     storage: str  # where the records went
     draw: Draw | None = None
     gate: GateSummary | None = None
+    resumed: int = 0  # gate problems read back from the storage's earlier records instead of measured again
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,24 +122,26 @@ def validate(request: ValidateRequest, on_draw: Callable[[Draw, int], None] | No
     _require_device(torch, heur, request.heuristics, request.gpu)
     from tqdm import tqdm
 
-    from ..validate import run_validation
+    from ..validate import recorded_gate_rows, run_validation
     from ..workers import WorkerPool
 
     problems = draw.as_problems() if draw else list(request.problems)
     store = Store(storage, create=True)
+    gate = dataclasses.asdict(draw) if draw else None
     with WorkerPool(request.gpu, request.workers or _workers(torch, problems, request.gpu), 900) as pool, tqdm(
         total=len(problems), disable=not request.progress, unit="shape", desc="validating"
     ) as bar:
+        done = recorded_gate_rows(store, pool, heur.digest(), gate, request.rounds, TimingSpec()) if gate else {}
         try:
             rows = run_validation(request.heuristics, problems, pool, store, db_urls, request.rounds, TimingSpec(),
-                                  bar, gate=dataclasses.asdict(draw) if draw else None)
+                                  bar, gate=gate, done=done)
         except RuntimeError as exc:
             raise AppError(str(exc)) from None
     if draw is None:
         return ValidateResult(tuple(rows), storage)
     from ..gate import summarize_gate
 
-    return ValidateResult(tuple(rows), storage, draw, summarize_gate(rows, draw))
+    return ValidateResult(tuple(rows), storage, draw, summarize_gate(rows, draw), resumed=len(done))
 
 
 def _workers(torch, problems, gpu: int) -> int:
