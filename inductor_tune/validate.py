@@ -199,25 +199,22 @@ def row_from_summary(summary: dict[str, Any]) -> ValidationRow:
     return ValidationRow(**{k: v for k, v in s.items() if k in fields})
 
 
-ProblemKey = tuple[str, int, int, str]  # kernel, rows, cols, dtype
-
-
 def recorded_gate_rows(store, pool, heuristics_digest: str, gate: dict[str, Any], rounds: int,
-                       timing) -> dict[ProblemKey, ValidationRow | ProblemFailure]:
+                       timing) -> dict[tuple[str, str, str], ValidationRow | ProblemFailure]:
     """The problems of this gate draw that ``store`` already holds a record of, for the same file (by digest), GPU
     stack and timing, as rows: a gate run stopped part way (a device call's time limit) is finished by the same
-    command, which measures only the rest.  The latest record of a problem counts."""
+    command, which measures only the rest.  Keyed as ``best_configs``; the latest record of a problem counts."""
     gpu_id = store.upsert_gpu(pool.fingerprint, pool.ceiling_gbps)
     mine = (gpu_id, heuristics_digest, timing_record(timing, rounds))
     sha = gate_record(gate, whole=True)["draw_sha256"]
-    out: dict[ProblemKey, ValidationRow | ProblemFailure] = {}
+    out: dict[tuple[str, str, str], ValidationRow | ProblemFailure] = {}
     for rec in store.validations():
         result = json.loads(rec.result_json)
         if (rec.gpu_id, rec.heuristics_digest, rec.timing_json) != mine or result.get("gate", {}).get(
                 "draw_sha256") != sha:
             continue
         shape = f"{rec.rows}x{rec.cols}"
-        out[rec.kernel, rec.rows, rec.cols, rec.dtype] = (
+        out[rec.kernel, shape, rec.dtype] = (
             ProblemFailure(rec.kernel, shape, rec.dtype, result["failed"]) if "failed" in result
             else row_from_summary(result["summary"]))
     return out
@@ -268,7 +265,7 @@ class _Recorder:
 
 def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequence[str], rounds: int, timing,
                    progress=None, gate: dict[str, Any] | None = None,
-                   done: dict[ProblemKey, ValidationRow | ProblemFailure] | None = None,
+                   done: dict[tuple[str, str, str], ValidationRow | ProblemFailure] | None = None,
                    ) -> list[ValidationRow | ProblemFailure]:
     """Measure every problem (one task, so one worker process, each) and store a record per problem.
 
@@ -294,9 +291,8 @@ def run_validation(heuristics_path: str, problems, pool, store, db_urls: Sequenc
     tasks = []
     for i, problem in enumerate(problems):
         key = (problem.kernel, str(problem.shape), problem.dtype)
-        recorded = done.get((problem.kernel, problem.shape.rows, problem.shape.cols, problem.dtype))
-        if recorded is not None:
-            rows[i] = recorded
+        if key in done:
+            rows[i] = done[key]
             continue
         tasks.append(ValidateTask(i, problem, os.path.abspath(heuristics_path), rounds, timing, best.get(key),
                                   studied=key in best, skip_untouched=gate is not None, peers=gate is None))

@@ -25,11 +25,14 @@ import yaml
 HELD_BACK = re.compile(r"^fitted (.+?), not shipped: ")
 
 
-def _rules(path: str, held_back: bool = False) -> dict[str, dict]:
+def _load(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)["rules"]
+
+
+def _rules(rules: list[dict], held_back: bool = False) -> dict[str, dict]:
     """Each config rule by its key, span and config; with ``held_back``, instead each rule held back from a config,
     by its key, span and the config it was fitted."""
-    with open(path, encoding="utf-8") as handle:
-        rules = yaml.safe_load(handle)["rules"]
     out = {}
     for rule in rules:
         key = {name: value for name, value in rule.items() if name != "evidence"}
@@ -43,10 +46,11 @@ def _rules(path: str, held_back: bool = False) -> dict[str, dict]:
 
 
 def changed_families(old_path: str, new_path: str, held_back: bool = False) -> list[str]:
-    old, new = _rules(old_path), _rules(new_path)
+    old_rules, new_rules = _load(old_path), _load(new_path)
+    old, new = _rules(old_rules), _rules(new_rules)
     changed = [new.get(key) or old[key] for key in set(old) ^ set(new)]
     if held_back:
-        old_held, new_held = _rules(old_path, held_back=True), _rules(new_path, held_back=True)
+        old_held, new_held = _rules(old_rules, held_back=True), _rules(new_rules, held_back=True)
         changed += [new_held[key] for key in set(new_held) - set(old_held)]
     return sorted({shape.split()[0] for rule in changed for shape in rule["evidence"]["shapes"]})
 
