@@ -47,3 +47,17 @@ def test_best_found_gap_shares_add_up():
     # sample of the set's gap.
     n_split, geo_split, share_split = table["split"]
     assert n_split == 2 and geo_split < 0.9 and share_split > 0.4
+
+
+def test_best_found_by_whether_a_rule_applied():
+    # Stop 50, H200 (db/bestfound44-validate-eee2f777.sqlite): rules applied at one of the uniform 8,
+    # nn_rmsnorm_train_fwd 119915x1909, at 0.808 of its best found (1.074 where the study found 1.329).
+    pairs = slot_structure.problems(["db/bestfound44-validate-eee2f777.sqlite"])
+    split = {cls: rest for cls, *rest in slot_structure.bestfound_table(pairs, by_applied=True)}
+    whole = {cls: rest for cls, *rest in slot_structure.bestfound_table(pairs)}
+    assert split["one kernel, rule applied"][0] == 1
+    assert math.isclose(split["one kernel, rule applied"][1], 0.808, abs_tol=0.001)
+    for cls, (n, _, share) in whole.items():
+        applied, not_applied = split[f"{cls}, rule applied"], split[f"{cls}, no rule applied"]
+        assert applied[0] + not_applied[0] == n
+        assert math.isclose((applied[2] or 0) + (not_applied[2] or 0), share or 0, abs_tol=1e-9)

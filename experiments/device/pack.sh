@@ -10,13 +10,18 @@
 # to STASH until `--restore`. Carry ".carry" (and ".devdeps") in the call.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-if [ "${1:-}" = "--restore" ]; then
-  stash=$2
-  if [ -d "$stash/db" ]; then rm -rf db; mv "$stash/db" db; fi
-  if [ -d "$stash/candidates" ]; then mv "$stash"/candidates/* experiments/candidates/ 2>/dev/null || true; fi
-  exit 0
-fi
+restore() {
+  if [ -d "$1/db" ]; then rm -rf db; mv "$1/db" db; fi
+  if [ -d "$1/candidates" ]; then mv "$1"/candidates/* experiments/candidates/ 2>/dev/null || true; fi
+}
+if [ "${1:-}" = "--restore" ]; then restore "$2"; exit 0; fi
 stash=$1; shift
+# A second pack while db/ is still set aside (the usual order after a call: copy its results, pack again) would
+# find no database to pack; put db/ and the candidates back first.
+if [ ! -d db ] && [ -d "$stash/db" ]; then
+  echo "pack.sh: db/ is set aside in $stash; restoring it first" >&2
+  restore "$stash"
+fi
 files=(); extra=()
 while [ $# -gt 0 ]; do
   if [ "$1" = "--" ]; then shift; extra=("$@"); break; fi
