@@ -100,7 +100,9 @@ def summarize_problem(kernel: str, shape: str, dtype: str, data: dict[str, Any],
         # never a regression (it was timed once, as the default).
         variants.append(dataclasses.replace(next(v for v in variants if v.name == DEFAULT), name=HEURISTICS))
     heur = next((v for v in variants if v.name == HEURISTICS), None)
-    if "rules_applied" in data:
+    if "timed_rules_applied" in data:  # only a kernel of the timed graph can change the timing
+        applied = bool(data["timed_rules_applied"])
+    elif "rules_applied" in data:  # records written before stop 51 counted the untimed forward graph too
         applied = bool(data["rules_applied"])
     else:  # records written before the rules applied were logged
         applied = _configs(data["heuristic_choice"]) != _configs(data["default_choice"])

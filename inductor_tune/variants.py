@@ -22,6 +22,7 @@ def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
     """Compile, check and time every variant of one problem (a ``tasks.ValidateTask``); returns plain data
     for the parent."""
     from . import evaluate, heuristics, peers
+    from .runtime import registry
     from .space import INDUCTOR_DEFAULT, TrialConfig
 
     problem = state.problem
@@ -50,9 +51,11 @@ def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
     # reductions) two compiles of the same program can settle on different ones (seen on an H200: up to
     # 0.65x between two default compiles' picks).
     rules_applied = heuristics.applied_rules()[mark:]
+    # A backward problem compiles its forward graph under the rules too, but times only the backward one.
+    timed_rules = [line for line in rules_applied if registry.in_graph_timed(line, problem.spec.backward)]
 
     rounds = task.rounds
-    untouched = task.skip_untouched and not rules_applied
+    untouched = task.skip_untouched and not timed_rules
     if untouched:
         # No rule applied: the heuristics variant is Inductor's own program, and timing it against the
         # default would measure only Inductor's compile-to-compile variance.
@@ -87,6 +90,7 @@ def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
     return {
         "times": times, "errors": errors, "captures": {k: v or None for k, v in captures.items()}, "notes": notes,
         "studied": task.studied, "untouched": untouched, "rules_applied": rules_applied,
+        "timed_rules_applied": timed_rules,
         "default_choice": json.loads(default_choice), "heuristic_choice": json.loads(heuristic_choice),
         "slots": [dataclasses.asdict(slot) for slot in default_plan.slots], "bytes": state.bytes,
         "peer_versions": peers.versions() if want_peers else {},

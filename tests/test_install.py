@@ -203,6 +203,25 @@ def test_a_backward_rule_reaches_the_backward_graphs_kernel_only(device):
     assert _workspace_rows(src) == 32768 // MIX_2048.RSPLIT_SIZE
 
 
+def test_an_application_in_a_backward_graph_is_marked_so_validate_counts_the_timed_graph_only(device):
+    """A backward problem times only its backward graph; the note of each rule application says which graph
+    it configured, so that a rule reaching only the forward graph leaves the problem untouched (set 45)."""
+    device.props = H200
+    forward = RuleSpec("mix_order", 2, (2048, 2048), ALL_ROWS, MIX_2048, reductions="sum")
+    backward = dataclasses.replace(forward, reductions="sum@backward")
+    mark = len(registry.applied_rules())
+    with inductor_tune.install(_heur(forward, backward)):
+        cpu_codegen.generate_sources(_rms_backward, RMS_BWD_INPUTS)
+        with _as_backward_graph():
+            cpu_codegen.generate_sources(_rms_backward, RMS_BWD_INPUTS)
+    in_forward, in_backward = registry.applied_rules()[mark:]
+    assert in_backward.endswith(registry.BACKWARD_GRAPH_NOTE) and not in_forward.endswith(registry.BACKWARD_GRAPH_NOTE)
+    assert registry.in_graph_timed(in_backward, backward_problem=True)
+    assert not registry.in_graph_timed(in_forward, backward_problem=True)
+    assert registry.in_graph_timed(in_forward, backward_problem=False)
+    assert not registry.in_graph_timed(in_backward, backward_problem=False)
+
+
 def test_install_reaches_a_thread_that_cached_its_choices_before(device):
     """Inductor caches one choices object per thread; autograd's device thread compiles backward graphs
     with the one it made before install().  When that is a TrialChoices (the tuner's class), the rules

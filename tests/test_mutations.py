@@ -312,3 +312,14 @@ def test_a_regression_is_slower_in_every_round():
     # No rule applied: never a regression.
     unapplied = dict(_validation([1.2] * 5), rules_applied=[])
     assert not validate.summarize_problem("rmsnorm_fwd", "32768x4096", "bf16", unapplied, 4000.0).regressed
+
+
+def test_a_rule_that_reached_only_the_untimed_graph_leaves_the_problem_untouched():
+    """Catches validate counting every rule application, when a backward problem times its backward graph only:
+    set 45's softmax_bwd 121x4886 read 0.962, "regressed", where the one rule applied was the forward graph's."""
+    forward_only = dict(_validation([1.04] * 5), rules_applied=["a forward rule"], timed_rules_applied=[])
+    row = validate.summarize_problem("softmax_bwd", "121x4886", "bf16", forward_only, 4000.0)
+    assert not row.regressed and not row.heuristics_applied
+    timed = dict(forward_only, timed_rules_applied=["a backward rule [backward graph]"])
+    row = validate.summarize_problem("softmax_bwd", "121x4886", "bf16", timed, 4000.0)
+    assert row.regressed and row.heuristics_applied

@@ -73,10 +73,23 @@ def installed_digest() -> str | None:
     return _DIGEST if _TABLE is not None else None
 
 
+# Marks an application in a backward graph.  A backward problem times only its backward graph, while its
+# forward graph is compiled under the same rules: set 45 (stop 51) counted softmax_bwd 121x4886 as touched and
+# regressed (0.962) where the one rule applied had configured the untimed forward kernel.
+BACKWARD_GRAPH_NOTE = " [backward graph]"
+
+
 def note_applied(line: str) -> None:
-    _APPLIED.append(line)
+    _APPLIED.append(line + BACKWARD_GRAPH_NOTE if torch_rules.graph_is_backward() else line)
 
 
 def applied_rules() -> list[str]:
-    """Every rule application of this process so far, oldest first: 'rule -> kernel sizes'."""
+    """Every rule application of this process so far, oldest first: 'rule -> kernel sizes', with
+    ``BACKWARD_GRAPH_NOTE`` where the kernel was in a backward graph."""
     return list(_APPLIED)
+
+
+def in_graph_timed(line: str, backward_problem: bool) -> bool:
+    """Whether an ``applied_rules`` line configured a kernel of the graph a problem times: its backward graph
+    for a backward problem, else its forward graph."""
+    return line.endswith(BACKWARD_GRAPH_NOTE) == backward_problem
