@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared at stop 50 for the next H200 session (docs/rules.md, "The next GPU runs", 0): fill 20 over set 44's
+# Prepared at stop 50 for the next H200 session (docs/rules.md, "The next GPU runs", 0a): fill 20 over set 44's
 # best-found studies (spent since set 44 was scored; 76 shapes and 81 pairs by `--plan-only H200`), the fit of that
 # (`experiments/fits/h200-s51.txt` without its span line) and the families it changes or newly holds back against the
 # shipped eee2f777 (`changed_kernels.py --held-back`), span round 24 over them, the refit from the whole list and its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared at stop 50 for the next H200 session (docs/rules.md, "The next GPU runs", 0): set 44's worst touched
+# Prepared at stop 50 for the next H200 session (docs/rules.md, "The next GPU runs", 0a): set 44's worst touched
 # problem and its neighbours (experiments/retime-set44) timed again in 5 fresh rounds with the shipped eee2f777 and
 # with 0128e279 (experiments/candidates/h200-s48b.yaml), which ships the same rule there.
 # Pack with `bash experiments/device/pack.sh STASH heuristics/h200.yaml experiments/candidates/h200-s48b.yaml --
