@@ -20,6 +20,7 @@ import statistics
 import sys
 
 from inductor_tune import heuristics
+from inductor_tune.runtime import registry
 from inductor_tune.settle import settle_rules
 
 
@@ -34,13 +35,15 @@ def confirmed_losses(path, digest):
             data = json.loads(result)
             times = data["times"]
             ratio = statistics.median(times["inductor_default"]) / statistics.median(times["heuristics"])
-            out.append((kernel, rows, cols, ratio, data["rules_applied"], data["slots"], path))
+            # Records from stop 51 on name the applications in the graph the problem times.
+            applied = data.get("timed_rules_applied", data["rules_applied"])
+            out.append((kernel, rows, cols, ratio, applied, data["slots"], path))
     return out
 
 
 def rule_index(rules, applied: str, slots) -> int:
     """The index of the one config rule ``applied`` (``torch_rules.describe_rule`` and its kernel) names."""
-    head, _, kernel = applied.partition(" -> ")
+    head, _, kernel = applied.removesuffix(registry.BACKWARD_GRAPH_NOTE).partition(" -> ")
     kind, reductions, _, span = head.split(" ")[:4]
     lo, hi = (int(v) for v in span.split(".."))
     xnumel, rnumel = (int(part[2:]) for part in kernel.split(" "))

@@ -238,11 +238,11 @@ def worker(monkeypatch):
     from inductor_tune.evaluate import Problem
     from inductor_tune.kernels import Shape
 
-    used = types.SimpleNamespace(choices=[], peers=0, heuristics_fail=False, rules=[], apply=False)
+    used = types.SimpleNamespace(choices=[], peers=0, heuristics_fail=False, rules=[], apply=False, graph_note="")
 
     def compiled_call(*args):
         if used.apply:  # what heuristics.apply_rules logs when a rule reaches a kernel
-            used.rules.append("inner_looped sum rnumel 4096..4096 (XBLOCK=1) -> x=1000 r=3000")
+            used.rules.append("inner_looped sum rnumel 4096..4096 (XBLOCK=1) -> x=1000 r=3000" + used.graph_note)
         return _FakeCall(fail=used.heuristics_fail)
 
     def peer_functions(kernel):
@@ -270,6 +270,7 @@ def worker(monkeypatch):
         return validate.measure_variants(state, task, contextlib.nullcontext())
 
     used.measure = measure
+    used.state = state
     return used
 
 
@@ -294,6 +295,22 @@ def test_a_touched_problem_is_timed_interleaved_in_every_round(worker):
     # Without the gate's flags nothing changes: same configs are still timed twice, peers asked.
     result = worker.measure([DEFAULT_CHOICE, DEFAULT_CHOICE])
     assert result["untouched"] is False and worker.peers == 1
+    assert {k: len(v) for k, v in result["times"].items()} == {validate.DEFAULT: 5, validate.HEURISTICS: 5}
+
+
+def test_a_backward_problem_is_touched_only_by_a_rule_on_its_backward_graph(worker):
+    """A backward problem times its backward graph only; a rule that reached its forward graph (compiled under
+    the rules, run outside the timed region) leaves it untouched, as at set 45's softmax_bwd 121x4886."""
+    from inductor_tune.evaluate import Problem
+    from inductor_tune.kernels import Shape
+    from inductor_tune.runtime import registry
+
+    worker.state.problem = Problem("rmsnorm_bwd", Shape(1000, 3000), "bf16")
+    result = worker.measure([DEFAULT_CHOICE, RULE_CHOICE], skip_untouched=True, peers=False)
+    assert result["rules_applied"] and result["timed_rules_applied"] == [] and result["untouched"] is True
+    worker.graph_note = registry.BACKWARD_GRAPH_NOTE
+    result = worker.measure([DEFAULT_CHOICE, RULE_CHOICE], skip_untouched=True, peers=False)
+    assert result["timed_rules_applied"] and result["untouched"] is False
     assert {k: len(v) for k, v in result["times"].items()} == {validate.DEFAULT: 5, validate.HEURISTICS: 5}
 
 

@@ -2,6 +2,7 @@
 in the next candidate; a problem the fresh rounds do not call regressed holds nothing back.  It runs on stop 39's
 records (H200): 668c7589 re-timed at set 27's two regressed problems (db/diag-s39-668c7589.sqlite)."""
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -67,3 +68,24 @@ def test_a_loss_carries_over_to_a_refit_named_by_the_digest_it_was_timed_with(tm
     assert {k for k in before if before[k] != after[k]} == {
         ("inner_looped", "sum", (4096, 4096), (6, 8192), (2096, 4096))}
     assert heuristics.load(tmp_path / "out.yaml").provenance["databases"][-1] == fresh
+
+
+def test_a_loss_recorded_with_its_timed_graph_named_holds_back_the_same_rule(tmp_path):
+    """Records from stop 51 on carry ``timed_rules_applied``, each line marked where it configured a backward
+    graph; hold_back reads those lines (the old field emptied here) and parses them through the mark."""
+    from inductor_tune.runtime import registry
+
+    fresh = tmp_path / "fresh.sqlite"
+    shutil.copy(FRESH, fresh)
+    with sqlite3.connect(fresh) as db:
+        for rowid, result in db.execute("select id, result_json from it_validation where regressed").fetchall():
+            data = json.loads(result)
+            data["timed_rules_applied"] = [line + registry.BACKWARD_GRAPH_NOTE for line in data["rules_applied"]]
+            data["rules_applied"] = []
+            db.execute("update it_validation set result_json = ? where id = ?", (json.dumps(data), rowid))
+    proc = _hold_back(tmp_path / "out.yaml", str(fresh))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith(", 1 config rule(s) held back")
+    before, after = _config_rules(BASE), _config_rules(tmp_path / "out.yaml")
+    assert {k for k in before if before[k] != after[k]} == {
+        ("inner_looped", "welford_reduce+welford_reduce", (32768, 32768), (3, 131072), (16589, 32720))}
