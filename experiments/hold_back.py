@@ -22,6 +22,7 @@ import sys
 from inductor_tune import heuristics
 from inductor_tune.runtime import registry
 from inductor_tune.settle import settle_rules
+from inductor_tune.validate import rules_on_timed_graph
 
 
 def confirmed_losses(path, digest):
@@ -35,9 +36,7 @@ def confirmed_losses(path, digest):
             data = json.loads(result)
             times = data["times"]
             ratio = statistics.median(times["inductor_default"]) / statistics.median(times["heuristics"])
-            # Records from stop 51 on name the applications in the graph the problem times.
-            applied = data.get("timed_rules_applied", data["rules_applied"])
-            out.append((kernel, rows, cols, ratio, applied, data["slots"], path))
+            out.append((kernel, rows, cols, ratio, rules_on_timed_graph(data), data["slots"], path))
     return out
 
 

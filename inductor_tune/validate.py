@@ -100,10 +100,9 @@ def summarize_problem(kernel: str, shape: str, dtype: str, data: dict[str, Any],
         # never a regression (it was timed once, as the default).
         variants.append(dataclasses.replace(next(v for v in variants if v.name == DEFAULT), name=HEURISTICS))
     heur = next((v for v in variants if v.name == HEURISTICS), None)
-    if "timed_rules_applied" in data:  # only a kernel of the timed graph can change the timing
-        applied = bool(data["timed_rules_applied"])
-    elif "rules_applied" in data:  # records written before stop 51 counted the untimed forward graph too
-        applied = bool(data["rules_applied"])
+    timed_rules = rules_on_timed_graph(data)
+    if timed_rules is not None:
+        applied = bool(timed_rules)
     else:  # records written before the rules applied were logged
         applied = _configs(data["heuristic_choice"]) != _configs(data["default_choice"])
     # Only a kernel the rules changed can regress; the band is the default's spread or the floor.
@@ -111,6 +110,13 @@ def summarize_problem(kernel: str, shape: str, dtype: str, data: dict[str, Any],
     regressed = bool(applied and heur and heur.ratio_high < 1.0 and heur.ratio_to_default < 1.0 - band)
     return ValidationRow(kernel, shape, dtype, tuple(variants), noise, regressed, applied, tuple(notes),
                          bool(data.get("studied")))
+
+
+def rules_on_timed_graph(data: dict[str, Any]) -> list[str] | None:
+    """The rule applications of a validation record that set a kernel of the graph its problem times, or None for
+    records written before applications were logged.  Only those can change the timing; records written before
+    stop 51 list the untimed forward graph's of a backward problem too, and are read as they are."""
+    return data.get("timed_rules_applied", data.get("rules_applied"))
 
 
 def _configs(choice: list[dict[str, Any]]) -> list:
