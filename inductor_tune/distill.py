@@ -43,6 +43,7 @@ from .evidence import DistillError, ShapePoint, load_points, select_gpu
 from .fitparams import FitParams, excused_loss
 from .heuristics import Evidence, Heuristics, RuleSpec
 from .kernels import Shape
+from .shapes import ALIGNMENT_CLASSES
 # The fit's settling against span probes lives in ``settle``; its names stay importable from here.
 from .settle import settle, settle_rules, unsettled_kinds, unsettled_rules  # noqa: F401
 from .space import SlotConfig, slot_violations
@@ -238,8 +239,20 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
             spread = fit.points if kind == "mix_order" else [p for p in family_points if rows[0] <= p.x_pow2 <= rows[1]]
             rules.append(RuleSpec(kind, element_size, (lo, hi), rows, fit.config, fit.evidence, reductions,
                                   (envelope,) if envelope else (), (min(p.rows for p in spread), max(p.rows for p in spread)),
-                                  (min(p.cols for p in fit.points), max(p.cols for p in fit.points))))
+                                  (min(p.cols for p in fit.points), max(p.cols for p in fit.points)),
+                                  aligned_spans(fit.points) if params.cols_by_alignment else ()))
     return rules
+
+
+def aligned_spans(points: Sequence[ShapePoint]) -> tuple[tuple[int, int, int, int], ...]:
+    """Per alignment class of N (``ALIGNMENT_CLASSES``, a partition of the integers), the smallest and largest N
+    of that class among ``points``: where a rule may apply at N of the class (``FitParams.cols_by_alignment``)."""
+    out = []
+    for m, r in ALIGNMENT_CLASSES:
+        cols = [p.cols for p in points if p.cols % m == r]
+        if cols:
+            out.append((m, r, min(cols), max(cols)))
+    return tuple(out)
 
 
 def size_groups(points: Sequence[ShapePoint]) -> dict[tuple[str, int, str, str, int], list[ShapePoint]]:

@@ -142,7 +142,9 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         cfg = _parse_config(r["config"], kind, rnumel, where) if action == "config" else None
         evidence = _parse_evidence(r.get("evidence") or {}, where)
         spans = [_span(r.get(key), f"{where}: {key}") for key in ("rows", "cols")]
-        rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence, reductions, tuple(envelopes), *spans)
+        aligned = _aligned_spans(r.get("cols_by_alignment"), spans[1], f"{where}: cols_by_alignment")
+        rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence, reductions, tuple(envelopes), *spans,
+                        aligned)
         for j, other in enumerate(rules):
             same_kernels = (other.reductions is None or reductions is None or other.reductions == reductions) and (
                 not other.envelopes or not envelopes or set(other.envelopes) & set(envelopes))
@@ -342,6 +344,31 @@ def _span(value: Any, where: str) -> tuple[int, int] | None:
             and value[0] <= value[1]):
         raise HeuristicsError(f"{where} must be [low, high]: positive integers, low <= high (the measured span)")
     return value[0], value[1]
+
+
+def _aligned_spans(value: Any, cols: tuple[int, int] | None, where: str) -> tuple[tuple[int, int, int, int], ...]:
+    """A rule's spans of N per alignment class: [{mod: 16, rem: 0, cols: [low, high]}, ...], inside ``cols``, at
+    most one per class (a power-of-two modulus up to 16)."""
+    if value is None:
+        return ()
+    usage = (f"{where} must be a list of {{mod, rem, cols}}: mod 2, 4, 8 or 16, 0 <= rem < mod, cols [low, high] "
+             "inside the rule's cols, every N of low..high in the class, one entry per class")
+    if not isinstance(value, list) or not value or cols is None:
+        raise HeuristicsError(usage)
+    out = []
+    for entry in value:
+        if not isinstance(entry, dict) or set(entry) != {"mod", "rem", "cols"}:
+            raise HeuristicsError(usage)
+        m, r, span = entry["mod"], entry["rem"], entry["cols"]
+        if type(m) is not int or m not in (2, 4, 8, 16) or type(r) is not int or not 0 <= r < m:
+            raise HeuristicsError(usage)
+        lo, hi = _span(span, where)
+        if not (cols[0] <= lo and hi <= cols[1] and lo % m == r and hi % m == r):
+            raise HeuristicsError(usage)
+        if any(r % m2 == r2 if m2 <= m else r2 % m == r for m2, r2, _, _ in out):  # two classes share an N
+            raise HeuristicsError(usage)
+        out.append((m, r, lo, hi))
+    return tuple(out)
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

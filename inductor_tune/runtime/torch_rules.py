@@ -1,17 +1,16 @@
 """Distilled reduction launch configs for one GPU model, looked up the way Inductor can look them up.
 
 This module is self-contained on purpose: ``inductor-tune patch`` copies its text into
-``torch/_inductor/runtime/distilled_reduction_rules.py`` with ``TABLE`` filled in, and the patched
-Inductor functions call the entry points at the bottom.  ``inductor_tune.install`` runs the very same
-lookup (``rule_for_features``) from an ``InductorChoices`` subclass, so the run-time hook and a
-patched torch cannot disagree on which kernels a rule covers.
+``torch/_inductor/runtime/distilled_reduction_rules.py`` with ``TABLE`` filled in, and the patched Inductor
+functions call the entry points at the bottom. ``inductor_tune.install`` runs the very same lookup
+(``rule_for_features``) from an ``InductorChoices`` subclass, so the run-time hook and a patched torch cannot
+disagree on which kernels a rule covers.
 
-A rule keys on what Inductor knows when it picks a launch config: the kernel kind, its signature (the
-fused reduction types, ``@backward`` in a backward graph), the smallest element size, next_pow2 of the
-sizes, the measured rows and lengths, and the kernel's *envelope* (what it reads, writes and computes
-per row; docs/rules.md says why each matters).  Rules only exist for the GPU
-they were measured on (compute capability and SM count); everywhere else, and for every kernel no
-rule covers, Inductor keeps its own heuristics.
+A rule keys on what Inductor knows when it picks a launch config: the kernel kind, its signature (the fused
+reduction types, ``@backward`` in a backward graph), the smallest element size, next_pow2 of the sizes, the measured
+rows and lengths, and the kernel's *envelope* (what it reads, writes and computes per row; docs/rules.md says why
+each matters). Rules only exist for the GPU they were measured on (compute capability and SM count); everywhere
+else, and for every kernel no rule covers, Inductor keeps its own heuristics.
 """
 
 from __future__ import annotations
@@ -39,6 +38,9 @@ class Rule:
     # Inclusive spans of the rows and reduction lengths its evidence measured (None: the pow2 ranges alone).
     rows: Optional[tuple] = None
     cols: Optional[tuple] = None
+    # (modulus, residue, low, high): at N of each alignment class, the span that class's evidence measured (empty:
+    # ``cols`` alone); an H200 rule measured at odd N up to 11611 lost 5-13 % at odd N 11799..12047 (stop 52).
+    aligned_cols: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,6 +154,11 @@ def within(span: Optional[tuple], value: Optional[int]) -> bool:
     return span is None or (value is not None and span[0] <= value <= span[1])
 
 
+def within_aligned(spans: tuple, cols: Optional[int]) -> bool:
+    """True where ``cols`` lies in the span of its own alignment class (no spans: every class)."""
+    return not spans or (cols is not None and any(cols % m == r and lo <= cols <= hi for m, r, lo, hi in spans))
+
+
 def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2: int, table: Table = None,
            reductions: Optional[str] = None, envelope: Optional[str] = None, rows: Optional[int] = None,
            cols: Optional[int] = None):
@@ -162,7 +169,7 @@ def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2
     for rule in table.rules:
         if (
             rule.kind == kind
-            and within(rule.rows, rows) and within(rule.cols, cols)
+            and within(rule.rows, rows) and within(rule.cols, cols) and within_aligned(rule.aligned_cols, cols)
             and rule.element_size == element_size
             and rule.rnumel[0] <= rnumel_pow2 <= rule.rnumel[1]
             and rule.xnumel[0] <= xnumel_pow2 <= rule.xnumel[1]
@@ -257,8 +264,7 @@ def envelope_of_nodes(nodes, xnumel: Any, rnumel: Any) -> Optional[str]:
     return envelope_text(counts, reduction_ops(nodes))
 
 
-def _dep_numel(dep: Any, memory_dep_type: type) -> int:
-    # Only MemoryDeps carry an index; star and weak deps (mutations, ordering) count as partial.
+def _dep_numel(dep: Any, memory_dep_type: type) -> int:  # star and weak deps (no index) count as partial
     if not isinstance(dep, memory_dep_type):
         return 0
     try:
@@ -315,8 +321,7 @@ def element_size_from_buffers(names) -> Optional[int]:
     return min(sizes) if sizes else None
 
 
-def _static_int(expr: Any) -> Optional[int]:
-    # Rules describe static shapes; a symbolic size keeps Inductor's own heuristics.
+def _static_int(expr: Any) -> Optional[int]:  # a symbolic size: None, and Inductor's own heuristics
     try:
         return int(expr)
     except TypeError:
@@ -331,8 +336,7 @@ def _skip_meta(inductor_meta: dict) -> bool:
 
 
 def _skip_config() -> bool:
-    """``_skip_meta`` at code generation, from Inductor's config (torch 2.14's ``numerics="strict"``
-    plans the reduction order of its sums; older torch has no such setting)."""
+    """``_skip_meta`` at code generation (torch 2.14's ``numerics="strict"`` plans its sums' reduction order)."""
     import torch._inductor.config as config
 
     return bool(config.max_autotune or config.max_autotune_pointwise or config.deterministic
@@ -348,8 +352,7 @@ def rule_for_size_hints(size_hints, reduction_hint, inductor_meta, triton_meta, 
     rnumel, xnumel = size_hints["r0_"], size_hints["x"]
     kind = kernel_kind(reduction_hint, rnumel, mix_order)
     element_size = element_size_from_signature(triton_meta.get("signature", {}))
-    # Written into inductor_meta at codegen (the patch's hook in codegen/triton.py).
-    signature = (inductor_meta or {}).get("reduction_signature") or None
+    signature = (inductor_meta or {}).get("reduction_signature") or None  # written at codegen (codegen/triton.py)
     envelope = (inductor_meta or {}).get("reduction_envelope") or None
     if (inductor_meta or {}).get("reduction_device") != (table or TABLE).gpu:
         return None
@@ -459,8 +462,7 @@ def reduction_device(features) -> Optional[str]:
 
 
 def reduction_sizes(features) -> Optional[list]:
-    """codegen/triton.py: the kernel's actual [rows, reduction length] (size hints are rounded up to powers
-    of two), for the config functions' measured-span check; None for symbolic sizes."""
+    """codegen/triton.py: the kernel's actual [rows, reduction length] for the span checks (None: symbolic)."""
     if features is None:
         return None
     sizes = [_static_int(features.numel), _static_int(features.reduction_numel)]
@@ -537,10 +539,8 @@ def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
         return None
     names = [dep.name for dep in (*node.read_writes.reads, *node.read_writes.writes)]
     signature = kernel_signature(reduction_types(node.get_nodes()), graph_is_backward())
-    # The fused kernel adds the other side's reductions as pointwise code over the same inputs, so its
-    # envelope is the row-wise side's (checked on the CPU harness); where they differed, the config
-    # lookup, which sees the fused kernel, would find no rule and Inductor would pick the launch config
-    # for this split itself.
+    # The fused kernel's envelope is the row-wise side's (checked on the CPU harness); where they differed, the
+    # config lookup, which sees the fused kernel, would find no rule and Inductor would pick the config itself.
     try:
         envelope = envelope_of_nodes(node.get_nodes(), xnumel, rnumel)
     except Exception:  # nodes that do not describe their accesses: only rules without envelopes apply

@@ -1,0 +1,154 @@
+"""A rule covers, at N of each alignment class, only the N its evidence of that class measured
+(``FitParams.cols_by_alignment``, ``torch_rules.Rule.aligned_cols``).
+
+The H200 finding behind it (stop 52, ``db/map52*-eee2f777.sqlite``): the scaled softmax backward's rule for N
+8251..12048 (persistent XBLOCK 2, 16 warps) won at its 71 shapes, whose odd N reached 11611, and lost 5-13 % at
+odd N 11799..12047 at every row count 266..540, while N = 11896, 11898 and 11900 won 1.11-1.30x."""
+
+import dataclasses
+import functools
+import importlib.util
+import os
+import sys
+import types
+
+import pytest
+import yaml
+
+from inductor_tune import distill, heuristics, torch_rules
+from inductor_tune import patch as patch_mod
+from inductor_tune.fitparams import FitParams
+from inductor_tune.heuristics import HeuristicsError
+from inductor_tune.shapes import ALIGNMENT_CLASSES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+H200_FILE = os.path.join(ROOT, "heuristics", "h200.yaml")
+SOFTMAX_BWD_SPAN = (8251, 12048)
+
+
+@functools.lru_cache(maxsize=1)
+def _h200() -> heuristics.Heuristics:
+    return heuristics.load(H200_FILE)
+
+
+def _softmax_bwd_rule() -> heuristics.RuleSpec:
+    (rule,) = [r for r in _h200().rules if r.config is not None and r.cols == SOFTMAX_BWD_SPAN
+               and r.reductions == "sum@backward"]
+    return rule
+
+
+def _lookup(heur: heuristics.Heuristics, rule: heuristics.RuleSpec, rows: int, cols: int):
+    return heur.lookup(rule.kind, rule.element_size, cols, rows, rule.reductions, rule.envelopes[0])
+
+
+def test_the_shipped_rule_leaves_odd_n_past_its_odd_evidence_to_inductor():
+    rule = _softmax_bwd_rule()
+    odd_top = max(hi for m, r, lo, hi in rule.aligned_cols if (m, r) == (2, 1))
+    assert odd_top < 11799  # the loss the map found starts there
+    for rows in (274, 540):
+        assert _lookup(_h200(), rule, rows, 11897) is None
+        assert _lookup(_h200(), rule, rows, odd_top) == rule
+        for even in (11896, 11900, 12048):  # N it won at, of classes whose evidence reaches them
+            assert _lookup(_h200(), rule, rows, even) == rule
+
+
+def test_the_table_install_and_a_patched_torch_consult_agrees(tmp_path):
+    """``Heuristics.table`` (install) and the generated module (patched torch) both keep the class spans."""
+    rule = _softmax_bwd_rule()
+    path = tmp_path / "distilled_reduction_rules.py"
+    path.write_text(patch_mod.rules_module(_h200(), "2.13.0"))
+    spec = importlib.util.spec_from_file_location("generated_rules", path)
+    generated = importlib.util.module_from_spec(spec)
+    sys.modules["generated_rules"] = generated  # dataclasses look their module up while the class is built
+    try:
+        spec.loader.exec_module(generated)
+        for module, table in ((torch_rules, _h200().table()), (generated, generated.TABLE)):
+            args = (rule.kind, rule.element_size, 16384, 512, table, rule.reductions, rule.envelopes[0], 274)
+            assert module.lookup(*args, 11897) is None
+            found = module.lookup(*args, 11896)
+            assert found is not None and found.XBLOCK == 2 and found.num_warps == 16 and found.aligned_cols
+    finally:
+        sys.modules.pop("generated_rules", None)
+
+
+def test_every_config_rule_of_the_shipped_files_spans_each_class_of_its_evidence():
+    for name in ("h200.yaml", "h100.yaml"):
+        for rule in heuristics.load(os.path.join(ROOT, "heuristics", name)).rules:
+            if rule.config is None:
+                continue
+            cols = [int(s.split()[1].split("x")[1]) for s in rule.evidence.shapes]
+            measured = distill.aligned_spans([types.SimpleNamespace(cols=n) for n in cols])
+            assert rule.aligned_cols == measured, rule.describe()
+
+
+def test_class_spans_are_the_smallest_and_largest_n_of_each_class():
+    points = [types.SimpleNamespace(cols=n) for n in (8251, 9084, 10240, 10835, 11600, 12048, 8360)]
+    assert distill.aligned_spans(points) == ((16, 0, 10240, 12048), (16, 8, 8360, 8360), (8, 4, 9084, 9084),
+                                             (2, 1, 8251, 10835))
+    assert sorted(n % m for n in range(1, 200) for m, r in ALIGNMENT_CLASSES if n % m == r).count(0) == 199 // 16
+    assert all(sum(n % m == r for m, r in ALIGNMENT_CLASSES) == 1 for n in range(1, 1000))  # a partition
+
+
+def test_the_fit_writes_class_spans_only_with_the_parameter():
+    import distill_fixtures as fx
+
+    _, points, _ = fx.fixture_points()
+    with_spans = [r for r in distill.fit_rules(points) if r.config is not None]
+    without = [r for r in distill.fit_rules(points, FitParams(cols_by_alignment=False)) if r.config is not None]
+    assert with_spans and all(r.aligned_cols for r in with_spans)
+    assert not any(r.aligned_cols for r in without)
+    assert [dataclasses.replace(r, aligned_cols=()) for r in with_spans] == without
+
+
+def test_a_file_keeps_its_class_spans_and_digest_through_dump_and_load(tmp_path):
+    path = tmp_path / "h.yaml"
+    heuristics.dump(_h200(), str(path))
+    again = heuristics.load(str(path))
+    assert again.rules == _h200().rules and again.digest() == _h200().digest()
+    bare = dataclasses.replace(_h200(), rules=tuple(dataclasses.replace(r, aligned_cols=()) for r in _h200().rules))
+    assert bare.digest() != _h200().digest()
+    heuristics.dump(bare, str(path))
+    assert not any("cols_by_alignment" in r for r in yaml.safe_load(open(path))["rules"])  # older files' spelling
+
+
+def _with_spans(value):
+    doc = yaml.safe_load(open(H200_FILE))
+    rule = next(r for r in doc["rules"] if r.get("cols") == list(SOFTMAX_BWD_SPAN))
+    rule["cols_by_alignment"] = value
+    return doc
+
+
+@pytest.mark.parametrize("value, why", [
+    ([{"mod": 3, "rem": 1, "cols": [8251, 10835]}], "not a power-of-two modulus"),
+    ([{"mod": 2, "rem": 2, "cols": [8251, 10835]}], "residue past the modulus"),
+    ([{"mod": 2, "rem": 1, "cols": [8251, 13001]}], "past the rule's cols"),
+    ([{"mod": 2, "rem": 1, "cols": [8252, 10835]}], "low not in the class"),
+    ([{"mod": 2, "rem": 0, "cols": [8252, 10836]}, {"mod": 16, "rem": 8, "cols": [8264, 8264]}], "classes share N"),
+    ([{"mod": 16, "rem": 0, "cols": [8256, 8256]}, {"mod": 4, "rem": 0, "cols": [8256, 8256]}], "classes share N"),
+    ([{"mod": 2, "rem": 1}], "no span"),
+    ([{"mod": 2, "rem": 1, "cols": [8251, 10835], "code": "import os"}], "an unknown key"),
+    ([], "empty"),
+    ("2:1 8251..10835", "not a list"),
+    ([{"mod": True, "rem": 1, "cols": [8251, 10835]}], "a boolean modulus"),
+])
+def test_bad_class_spans_fail_in_one_line_naming_the_rule(tmp_path, value, why):
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump(_with_spans(value)))
+    with pytest.raises(HeuristicsError) as err:
+        heuristics.load(str(path))
+    assert "cols_by_alignment" in str(err.value) and "rules[" in str(err.value) and "\n" not in str(err.value), why
+
+
+def test_spans_set_in_code_that_are_not_whole_numbers_are_refused_by_the_patch():
+    rule = dataclasses.replace(_softmax_bwd_rule(), aligned_cols=((2, 1, "8251); import os; (", 10835),))
+    bad = dataclasses.replace(_h200(), rules=(rule,))
+    with pytest.raises(patch_mod.PatchError):
+        patch_mod.rules_module(bad, "2.13.0")
+
+
+def test_a_rule_without_class_spans_covers_every_class_of_its_cols():
+    """Files written before stop 52 (no ``cols_by_alignment``) keep their meaning."""
+    rule = dataclasses.replace(_softmax_bwd_rule(), aligned_cols=())
+    heur = dataclasses.replace(_h200(), rules=(rule,))
+    assert _lookup(heur, rule, 274, 11897) == rule
+    assert any("cols_by_alignment" in r for r in yaml.safe_load(open(H200_FILE))["rules"])  # the shipped file has them
