@@ -5,7 +5,8 @@
 # heuristics/h100.yaml; with BESTFOUND=1 the best-found studies of set 9's samples (committed with the draw) and
 # their suites validated with it. Steps whose database came back from an earlier call are skipped.
 # Pack with `bash experiments/device/pack.sh STASH experiments/candidates/h100-s52.yaml -- db/quack.sqlite
-# [db/heldout-h100-9.sqlite db/bestfound-h100-9*.sqlite]`.
+# [db/heldout-h100-9.sqlite db/models-h100-s52.sqlite db/bestfound-h100-9*.sqlite]`; both were stored at stop 52, so
+# the next session runs `BESTFOUND=1 bash experiments/device/calls/s52-h100-a.sh` for set 9's best found.
 set -u
 cand=experiments/candidates/h100-s52.yaml; bf=experiments/bestfound-h100-set9; bfl=experiments/bestfound-h100-set9-large
 v="python3 -m inductor_tune validate"; t="python3 -m inductor_tune tune"
