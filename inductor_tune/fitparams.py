@@ -68,7 +68,7 @@ class FitParams:
     # the files and span rounds up to stop 26.
     probe_every_kernel: bool = True
     # A rule covers, at N of each alignment class (shapes.ALIGNMENT_CLASSES), only the N its evidence of that class
-    # spans: odd N load a row element by element.  On an H200 the scaled softmax backward's rule (N 8251..12048)
+    # spans (rows of odd N start unaligned).  On an H200 the scaled softmax backward's rule (N 8251..12048)
     # won at its 71 shapes, odd N among them up to 11611, and lost 5-13 % at odd N 11799..12047 while N = 11896,
     # 11898 and 11900 won 1.11-1.30x (stop 52).  False reproduces the files up to stop 51.
     cols_by_alignment: bool = True
