@@ -3,7 +3,8 @@
 
 The H200 finding behind it (stop 52, ``db/map52*-eee2f777.sqlite``): the scaled softmax backward's rule for N
 8251..12048 (persistent XBLOCK 2, 16 warps) won at its 71 shapes, whose odd N reached 11611, and lost 5-13 % at
-odd N 11799..12047 at every row count 266..540, while N = 11896, 11898 and 11900 won 1.11-1.30x."""
+odd N 11799..12047 (at 274 and 540 rows; at N 11897, at 8 of 10 row counts 264..540), while N = 11896, 11898 and
+11900 won 1.11-1.30x."""
 
 import dataclasses
 import functools
@@ -52,7 +53,7 @@ def test_the_shipped_rule_leaves_odd_n_past_its_odd_evidence_to_inductor():
             assert _lookup(_h200(), rule, rows, even) == rule
 
 
-def test_the_table_install_and_a_patched_torch_consult_agrees(tmp_path):
+def test_the_table_install_and_a_patched_torch_consult_agree(tmp_path):
     """``Heuristics.table`` (install) and the generated module (patched torch) both keep the class spans."""
     rule = _softmax_bwd_rule()
     path = tmp_path / "distilled_reduction_rules.py"
