@@ -41,8 +41,11 @@ def unsettled_kinds(points: Sequence[ShapePoint], params: FitParams = FitParams(
 def _probed_by(rule: RuleSpec, p: ShapePoint) -> bool:
     """Whether span probe ``p`` lies in ``rule``'s size groups, row buckets and N span (as
     ``crossmeasure.span_probes`` places them): a size group split in bands of rows or of N has a rule per band,
-    and a probe outside a rule's N span says nothing of it, since the rule never applies there."""
-    return rule.matches(p.kind, p.element_size, p.r_pow2, p.x_pow2, p.reductions, p.envelope or None, cols=p.cols)
+    and a probe outside a rule's N span says nothing of it, since the rule never applies there.  The span is the
+    rule's whole one, not that of the probe's alignment class: probes are placed over the whole span, and a probe of
+    a class beyond that class's evidence is how its evidence grows."""
+    whole = dataclasses.replace(rule, aligned_cols=())
+    return whole.matches(p.kind, p.element_size, p.r_pow2, p.x_pow2, p.reductions, p.envelope or None, cols=p.cols)
 
 
 def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],

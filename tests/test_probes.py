@@ -83,7 +83,7 @@ def test_probe_records_join_their_group_and_a_config_losing_at_a_probe_is_not_ad
         rules = distill.fit_rules(train, params, distill.proposed_by(train))
         # Scored on the pow2 buckets alone: the measured spans (below) keep every rule off the held-out
         # N = 1536, which no training shape of the 2048 bucket measured; the probes' effect shows without them.
-        buckets = [dataclasses.replace(r, rows=None, cols=None) for r in rules]
+        buckets = [dataclasses.replace(r, rows=None, cols=None, aligned_cols=()) for r in rules]
         rows = {r["shape"]: r for r in distill.score(buckets, held)}
         spans = {r["shape"]: r for r in distill.score(rules, held)}
         assert spans["layernorm_bwd 16384x1536 bf16"]["status"] == "no rule"
