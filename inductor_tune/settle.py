@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 from .evidence import ShapePoint, span_kernels
 from .fitparams import FitParams, probe_loss
 from .heuristics import RuleSpec
+from .runtime import torch_rules
 from .shapes import ALIGNMENT_CLASSES
 
 
@@ -44,8 +45,8 @@ def _probed_by(rule: RuleSpec, p: ShapePoint) -> bool:
     and a probe outside a rule's N span says nothing of it, since the rule never applies there.  The span is the
     rule's whole one, not that of the probe's alignment class: probes are placed over the whole span, and a probe of
     a class beyond that class's evidence is how its evidence grows."""
-    whole = dataclasses.replace(rule, aligned_cols=())
-    return whole.matches(p.kind, p.element_size, p.r_pow2, p.x_pow2, p.reductions, p.envelope or None, cols=p.cols)
+    return (rule.matches(p.kind, p.element_size, p.r_pow2, p.x_pow2, p.reductions, p.envelope or None)
+            and torch_rules.within(rule.cols, p.cols))
 
 
 def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],

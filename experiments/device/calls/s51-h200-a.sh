@@ -12,21 +12,4 @@
 # then run
 #   tar xJf .carry/db.tar.xz && source .devdeps/env.sh && bash experiments/device/calls/s51-h200-a.sh
 set -u
-fits=experiments/fits
-AV=$(ls experiments/heldout/*.json | paste -sd,)
-FILL=$(sed 1,2d $fits/h200-s51.txt | head -n -2 | paste -sd' ')
-PRE=$(sed 1,2d $fits/h200-s51.txt | head -n -1 | paste -sd' ')
-prespan=experiments/candidates/h200-s51-prespan.yaml; cand=experiments/candidates/h200-s51.yaml
-head -n -1 $fits/h200-s51.txt > /tmp/h200-s51-prespan.txt
-BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
-  "python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 --max-configs 4 --rounds 3 --no-progress \
-   --avoid-draw $AV --storage db/crossmeasure-s51-fill20.sqlite && touch /tmp/fill20-done" \
-  "[ -f $prespan ] || { [ -f /tmp/fill20-done ] && bash $fits/fit.sh /tmp/h200-s51-prespan.txt $prespan; } \
-   && cp $prespan \$OUT/ && python3 $fits/changed_kernels.py heuristics/h200.yaml $prespan --held-back \
-   | grep . | tee /tmp/fams" \
-  "[ -s /tmp/fams ] && python3 -m inductor_tune crossmeasure $PRE --kernels \$(cat /tmp/fams) --span-probes 10 \
-   --edge-probes 1 --seed 124 --rounds 3 --no-progress --avoid-draw $AV --storage db/crossmeasure-s51-span24.sqlite \
-   && touch /tmp/span24-done" \
-  "[ -f $cand ] || { [ -f /tmp/span24-done ] && bash $fits/fit.sh $fits/h200-s51.txt $cand; } && cp $cand \$OUT/" \
-  "[ -f $cand ] && python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/set45-draw.json \
-   --rounds 3 --storage sqlite:///db/heldout45.sqlite"
+bash experiments/device/fill_span_refit.sh 51 20 24 124 45

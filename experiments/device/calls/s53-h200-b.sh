@@ -12,21 +12,4 @@
 # [db/crossmeasure-s53-*.sqlite db/heldout47.sqlite]`, then run
 #   tar xJf .carry/db.tar.xz && source .devdeps/env.sh && bash experiments/device/calls/s53-h200-b.sh
 set -u
-fits=experiments/fits
-AV=$(ls experiments/heldout/*.json | paste -sd,)
-FILL=$(sed 1,2d $fits/h200-s53.txt | head -n -2 | paste -sd' ')
-PRE=$(sed 1,2d $fits/h200-s53.txt | head -n -1 | paste -sd' ')
-prespan=experiments/candidates/h200-s53-prespan.yaml; cand=experiments/candidates/h200-s53.yaml
-head -n -1 $fits/h200-s53.txt > /tmp/h200-s53-prespan.txt
-BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
-  "python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 --max-configs 4 --rounds 3 --no-progress \
-   --avoid-draw $AV --storage db/crossmeasure-s53-fill21.sqlite && touch /tmp/fill21-done" \
-  "[ -f $prespan ] || { [ -f /tmp/fill21-done ] && bash $fits/fit.sh /tmp/h200-s53-prespan.txt $prespan; } \
-   && cp $prespan \$OUT/ && python3 $fits/changed_kernels.py heuristics/h200.yaml $prespan --held-back \
-   | grep . | tee /tmp/fams" \
-  "[ -s /tmp/fams ] && python3 -m inductor_tune crossmeasure $PRE --kernels \$(cat /tmp/fams) --span-probes 10 \
-   --edge-probes 1 --seed 125 --rounds 3 --no-progress --avoid-draw $AV --storage db/crossmeasure-s53-span25.sqlite \
-   && touch /tmp/span25-done" \
-  "[ -f $cand ] || { [ -f /tmp/span25-done ] && bash $fits/fit.sh $fits/h200-s53.txt $cand; } && cp $cand \$OUT/" \
-  "[ -f $cand ] && python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/set47-draw.json \
-   --rounds 3 --storage sqlite:///db/heldout47.sqlite"
+bash experiments/device/fill_span_refit.sh 53 21 25 125 47

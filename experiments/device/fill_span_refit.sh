@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One H200 refit cycle on the device (docs/rules.md), resumable:
+#
+#   bash experiments/device/fill_span_refit.sh STOP FILL SPAN SEED SET
+#
+# e.g. `... 53 21 25 125 47`: fill FILL over the fit list experiments/fits/h200-sSTOP.txt without its last two lines
+# (the fill's and the span round's databases, in that order), the fit of that list without its span line
+# (experiments/candidates/h200-sSTOP-prespan.yaml) and the families it changes or newly holds back against the shipped
+# heuristics/h200.yaml (`changed_kernels.py --held-back`), span round SPAN over them (seed SEED), the refit from the
+# whole list (experiments/candidates/h200-sSTOP.yaml) and its one score on held-out set SET
+# (experiments/heldout/setSET-draw.json, db/heldoutSET.sqlite). crossmeasure and the gate run resume; the two fits are
+# not made again. Where the call's limit stops a step, copy what came back (the fits to experiments/candidates/, the
+# databases to db/) and run it again. An empty family list (the fill changed nothing) leaves no span round and no
+# refit: the shipped file stays.
+set -u
+stop=$1; fill=$2; span=$3; seed=$4; set=$5
+fits=experiments/fits; list=$fits/h200-s$stop.txt
+AV=$(ls experiments/heldout/*.json | paste -sd,)
+FILL=$(sed 1,2d $list | head -n -2 | paste -sd' ')
+PRE=$(sed 1,2d $list | head -n -1 | paste -sd' ')
+prespan=experiments/candidates/h200-s$stop-prespan.yaml; cand=experiments/candidates/h200-s$stop.yaml
+head -n -1 $list > /tmp/h200-s$stop-prespan.txt
+BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
+  "python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 --max-configs 4 --rounds 3 --no-progress \
+   --avoid-draw $AV --storage db/crossmeasure-s$stop-fill$fill.sqlite && touch /tmp/fill$fill-done" \
+  "[ -f $prespan ] || { [ -f /tmp/fill$fill-done ] && bash $fits/fit.sh /tmp/h200-s$stop-prespan.txt $prespan; } \
+   && cp $prespan \$OUT/ && python3 $fits/changed_kernels.py heuristics/h200.yaml $prespan --held-back \
+   | grep . | tee /tmp/fams" \
+  "[ -s /tmp/fams ] && python3 -m inductor_tune crossmeasure $PRE --kernels \$(cat /tmp/fams) --span-probes 10 \
+   --edge-probes 1 --seed $seed --rounds 3 --no-progress --avoid-draw $AV \
+   --storage db/crossmeasure-s$stop-span$span.sqlite && touch /tmp/span$span-done" \
+  "[ -f $cand ] || { [ -f /tmp/span$span-done ] && bash $fits/fit.sh $list $cand; } && cp $cand \$OUT/" \
+  "[ -f $cand ] && python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/set$set-draw.json \
+   --rounds 3 --storage sqlite:///db/heldout$set.sqlite"
