@@ -27,12 +27,14 @@ groups here). Only interleaved timings count; a shape's best found is the best o
 Diagnostic only: nothing here enters a fit.
 
 Usage: python3 experiments/ceiling.py FIT_LIST [--gpu H200] [--candidates-from GPU] [--rules FILE] [--csv OUT.csv]
+       [--sample N --seed S]
 (a fit list: two header lines, then its databases; e.g. experiments/fits/h200-s52.txt)
 """
 
 import argparse
 import collections
 import math
+import random
 import re
 import sys
 
@@ -154,8 +156,15 @@ def group_key(point, by_rows: bool) -> tuple:
     return (*point.family, point.r_pow2) + ((point.x_pow2,) if by_rows else ())
 
 
-def score_all(points, rules=None, k: int = 4) -> list[dict]:
-    """One row per studied shape with a timed config: its family and the ratio each scheme reaches there."""
+def sampled(points, n: int, seed: int) -> set[int]:
+    """Indices of the ``n`` studied shapes that `experiments/fit_loo.py` refits with the same ``seed``."""
+    studied = [i for i, p in enumerate(points) if not p.probe]
+    return set(random.Random(seed).sample(studied, min(n, len(studied))))
+
+
+def score_all(points, rules=None, k: int = 4, only: set[int] | None = None) -> list[dict]:
+    """One row per studied shape with a timed config (of ``only``, indices into ``points``, where given): its family
+    and the ratio each scheme reaches there."""
     groups = {by_rows: collections.defaultdict(list) for by_rows in (False, True)}
     by_family = collections.defaultdict(list)
     for p in points:
@@ -163,8 +172,8 @@ def score_all(points, rules=None, k: int = 4) -> list[dict]:
         for by_rows, into in groups.items():
             into[group_key(p, by_rows)].append(p)
     rows = []
-    for p in points:
-        if p.probe or not interleaved_ratios(p):
+    for i, p in enumerate(points):
+        if p.probe or not interleaved_ratios(p) or (only is not None and i not in only):
             continue
         row = {"kernel": p.kernel, "kind": p.kind, "shape": f"{p.rows}x{p.cols}", "dtype": p.dtype,
                "best_found": round(best_found(p), 4), "default": 1 / best_found(p)}
@@ -225,6 +234,9 @@ def main(argv=None):
                         "(as distill --candidates-from)")
     parser.add_argument("--rules", help="a heuristic file to score at the same shapes")
     parser.add_argument("--csv", help="write one row per shape here")
+    parser.add_argument("--sample", type=int, help="score only this many studied shapes, the ones "
+                        "experiments/fit_loo.py refits with the same --sample and --seed")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     with open(args.fit_list) as f:
         dbs = [line.strip() for line in f.read().splitlines()[2:] if line.strip()]
@@ -232,7 +244,7 @@ def main(argv=None):
     source = select_gpu(stores, args.candidates_from) if args.candidates_from else None
     points, _ = load_points(stores, select_gpu(stores, args.gpu), dbs, candidates_from=source)
     rules = list(load(args.rules).rules) if args.rules else None
-    rows = score_all(points, rules)
+    rows = score_all(points, rules, only=sampled(points, args.sample, args.seed) if args.sample else None)
     sys.stdout.write("\n".join(summary(rows)) + "\n")
     if args.csv:
         pandas.DataFrame(rows).to_csv(args.csv, index=False, float_format="%.4f")

@@ -116,3 +116,16 @@ def test_one_shape_per_line_from_a_fit_list(tmp_path):
     assert header.split()[0] == "all" and totals.split()[0] == "shapes" and int(totals.split()[1]) > 0
     assert default.split()[0] == "default" and "group+rows autotuned 3, safe" in out
     assert (tmp_path / "c.csv").read_text().startswith("kernel,kind,shape,dtype,best_found,default,")
+
+
+def test_a_sample_scores_the_shapes_fit_loo_refits(tmp_path):
+    loo_spec = importlib.util.spec_from_file_location("fit_loo", "experiments/fit_loo.py")
+    fit_loo = importlib.util.module_from_spec(loo_spec)
+    loo_spec.loader.exec_module(fit_loo)
+    fit_list = tmp_path / "list.txt"
+    fit_list.write_text("#\n#\ndb/modules.sqlite\ndb/crossmeasure.sqlite\n")
+    points = fit_loo.load(str(fit_list), "H200", None)
+    assert ceiling.sampled(points, 7, seed=3) == set(fit_loo.sample(points, 7, seed=3))
+    rows = ceiling.score_all(points, only=ceiling.sampled(points, 7, seed=3))
+    assert 0 < len(rows) <= 7
+    assert {r["shape"] for r in rows} <= {f"{points[i].rows}x{points[i].cols}" for i in ceiling.sampled(points, 7, 3)}
