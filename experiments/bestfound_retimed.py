@@ -3,9 +3,8 @@
 A study keeps the config whose interleaved ratio to Inductor's default was highest, so that ratio carries the luck of
 the pick. `validate` on the same problem times the winner again, in its own rounds interleaved with the default. This
 compares the two at every single-kernel problem that both a study database and a validation of it hold, where the
-study named a winner: the
-geometric mean of (re-timed ratio / study's ratio) near 1 says the best found is what the winner runs at, below 1
-by how much the held-out target "0.97x the best found" is stricter than it reads.
+study named a winner. A geometric mean of (re-timed ratio / study's ratio) near 1 says the best found is what the
+winner runs at; below 1, it says by how much the held-out target "0.97x the best found" is stricter than it reads.
 
 Usage: python3 experiments/bestfound_retimed.py PAIRS.txt [--gpu H200]
 (PAIRS.txt: `STUDY.sqlite=VALIDATION.sqlite` per line, `#` lines ignored; e.g. experiments/bestfound-retimed-h200.txt)
