@@ -34,15 +34,13 @@ Usage: python3 experiments/ceiling.py FIT_LIST [--gpu H200] [--candidates-from G
 import argparse
 import collections
 import math
-import random
 import re
 import sys
 
+import fit_loo  # this folder's: the fit list's loading and the shape sample
 import pandas
 
-from inductor_tune.dbfiles import url_of
-from inductor_tune.distill import _rule_for, open_stores
-from inductor_tune.evidence import load_points, select_gpu
+from inductor_tune.distill import _rule_for
 from inductor_tune.runtime.rulefile import load
 
 MAX_LOSS = 0.02
@@ -63,10 +61,15 @@ def candidates(point, others) -> list:
             if others and 2 * sum(c in interleaved_ratios(q) for q in others) >= len(others)]
 
 
+def default_score(others) -> float:
+    """Mean log ratio to the best found of Inductor's default over ``others``."""
+    return sum(-math.log(best_found(q)) for q in others) / max(len(others), 1)
+
+
 def choose(point, others, safe: bool):
     """The config (None: the default) one rule over ``others`` would take, among ``candidates``."""
     ratios = [(interleaved_ratios(q), best_found(q)) for q in others]
-    best_config, best_score = None, sum(-math.log(b) for _, b in ratios) / max(len(ratios), 1)
+    best_config, best_score = None, default_score(others)
     for config in candidates(point, others):
         timed = [(r[config], b) for r, b in ratios if config in r]
         if safe and any(s < 1 - MAX_LOSS for s, _ in timed):
@@ -142,8 +145,7 @@ def autotuned(point, others, k: int, safe: bool = False) -> list:
         if not left:
             break
         chosen.append(max(left, key=lambda c: set_score([*chosen, c], others)))
-    default = sum(-math.log(best_found(q)) for q in others) / max(len(others), 1)
-    return chosen if chosen and set_score(chosen, others) > default else []
+    return chosen if chosen and set_score(chosen, others) > default_score(others) else []
 
 
 def autotuned_ratio(point, others, k: int, safe: bool = False) -> float:
@@ -158,8 +160,7 @@ def group_key(point, by_rows: bool) -> tuple:
 
 def sampled(points, n: int, seed: int) -> set[int]:
     """Indices of the ``n`` studied shapes that `experiments/fit_loo.py` refits with the same ``seed``."""
-    studied = [i for i, p in enumerate(points) if not p.probe]
-    return set(random.Random(seed).sample(studied, min(n, len(studied))))
+    return set(fit_loo.sample(points, n, seed))
 
 
 def score_all(points, rules=None, k: int = 4, only: set[int] | None = None) -> list[dict]:
@@ -177,16 +178,14 @@ def score_all(points, rules=None, k: int = 4, only: set[int] | None = None) -> l
             continue
         row = {"kernel": p.kernel, "kind": p.kind, "shape": f"{p.rows}x{p.cols}", "dtype": p.dtype,
                "best_found": round(best_found(p), 4), "default": 1 / best_found(p)}
-        for by_rows, label in ((False, "group"), (True, "group+rows")):
+        for by_rows, label, tuned in ((False, "group", "autotuned"), (True, "group+rows", "group+rows autotuned")):
             others = [q for q in groups[by_rows][group_key(p, by_rows)] if q is not p]
             row[f"{label} LOO"] = loo_ratio(p, others, safe=False)
             row[f"{label} LOO, safe"] = loo_ratio(p, others, safe=True)
-        row[f"nearest {k}, safe"] = loo_ratio(p, nearest(p, by_family[p.family], k), safe=True)
-        for by_rows, label in ((False, "autotuned"), (True, "group+rows autotuned")):
-            others = [q for q in groups[by_rows][group_key(p, by_rows)] if q is not p]
             for n in AUTOTUNED:
-                row[f"{label} {n}"] = autotuned_ratio(p, others, n)
-                row[f"{label} {n}, safe"] = autotuned_ratio(p, others, n, safe=True)
+                row[f"{tuned} {n}"] = autotuned_ratio(p, others, n)
+                row[f"{tuned} {n}, safe"] = autotuned_ratio(p, others, n, safe=True)
+        row[f"nearest {k}, safe"] = loo_ratio(p, nearest(p, by_family[p.family], k), safe=True)
         if rules is not None:
             row["rules"] = rule_ratio(rules, p)
         rows.append(row)
@@ -238,11 +237,7 @@ def main(argv=None):
                         "experiments/fit_loo.py refits with the same --sample and --seed")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    with open(args.fit_list) as f:
-        dbs = [line.strip() for line in f.read().splitlines()[2:] if line.strip()]
-    stores = open_stores([url_of(db) for db in dbs])
-    source = select_gpu(stores, args.candidates_from) if args.candidates_from else None
-    points, _ = load_points(stores, select_gpu(stores, args.gpu), dbs, candidates_from=source)
+    points = fit_loo.load(args.fit_list, args.gpu, args.candidates_from)
     rules = list(load(args.rules).rules) if args.rules else None
     rows = score_all(points, rules, only=sampled(points, args.sample, args.seed) if args.sample else None)
     sys.stdout.write("\n".join(summary(rows)) + "\n")

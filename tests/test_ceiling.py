@@ -4,11 +4,14 @@ import importlib.util
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
 from inductor_tune.runtime.launch import SlotConfig
 
+# ceiling imports fit_loo from its own folder, as running it as a script does
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 spec = importlib.util.spec_from_file_location("ceiling", "experiments/ceiling.py")
 ceiling = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ceiling)
