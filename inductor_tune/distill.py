@@ -240,8 +240,32 @@ def fit_rules(points: Sequence[ShapePoint], params: FitParams = FitParams(), all
             rules.append(RuleSpec(kind, element_size, (lo, hi), rows, fit.config, fit.evidence, reductions,
                                   (envelope,) if envelope else (), (min(p.rows for p in spread), max(p.rows for p in spread)),
                                   (min(p.cols for p in fit.points), max(p.cols for p in fit.points)),
-                                  aligned_spans(fit.points) if params.cols_by_alignment else ()))
+                                  aligned_spans(fit.points) if params.cols_by_alignment else (),
+                                  odd_hull(fit.points) if params.odd_hull else ()))
     return rules
+
+
+def odd_hull(points: Sequence[ShapePoint]) -> tuple[tuple[int, int], ...]:
+    """The (rows, N) vertices of the convex hull of ``points`` at odd N, counter-clockwise in (log2 rows, N) with
+    collinear points dropped (Andrew's monotone chain); where a rule may apply at odd N (``FitParams.odd_hull``)."""
+    odd = sorted({(p.rows, p.cols) for p in points if p.cols % 2 == 1})
+    if len(odd) <= 2:
+        return tuple(odd)
+
+    def cross(o, a, b):
+        return (math.log2(a[0]) - math.log2(o[0])) * (b[1] - o[1]) - (a[1] - o[1]) * (math.log2(b[0]) - math.log2(o[0]))
+
+    def chain(ordered):
+        out: list[tuple[int, int]] = []
+        for p in ordered:
+            while len(out) >= 2 and cross(out[-2], out[-1], p) <= 1e-9 * (1.0 + abs(p[1] - out[-2][1])):
+                out.pop()
+            out.append(p)
+        return out
+
+    lower, upper = chain(odd), chain(reversed(odd))
+    hull = lower[:-1] + upper[:-1]
+    return tuple(hull) if len(hull) >= 3 else (odd[0], odd[-1])
 
 
 def aligned_spans(points: Sequence[ShapePoint]) -> tuple[tuple[int, int, int, int], ...]:

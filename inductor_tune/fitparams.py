@@ -72,6 +72,11 @@ class FitParams:
     # won at its 71 shapes, odd N among them up to 11611, and lost 5-13 % at odd N 11799..12047 while N = 11896,
     # 11898 and 11900 won 1.11-1.30x (stop 52).  False reproduces the files up to stop 51.
     cols_by_alignment: bool = True
+    # At odd N a rule covers only the convex hull, in (log2 rows, N), of its evidence at odd N: the class span
+    # leaves the rows free, and on an H200 the same rule, whose odd evidence reached N 11015 only from 1405 rows on,
+    # lost 2-6 % at 540x11401 and 540x11503 and up to 14 % at 274x11297 in fresh compiles, while 540x11402 won 1.19x
+    # (stop 54, db/retime52-48edc030-*.sqlite).  False reproduces the files up to stop 53.
+    odd_hull: bool = True
 
 
 def excused_loss(point: ShapePoint, params: FitParams) -> float:

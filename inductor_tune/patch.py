@@ -79,10 +79,12 @@ def check_data(heur: Heuristics) -> None:
             raise PatchError(f"rule reductions {rule.reductions!r} is not a reduction signature; refusing to write a patch")
         if not all(isinstance(e, str) and text_ok(e) for e in rule.envelopes):
             raise PatchError(f"rule envelopes {list(rule.envelopes)!r} are not envelope texts; refusing to write a patch")
-        spans = (*(rule.rows or ()), *(rule.cols or ()), *(v for span in rule.aligned_cols for v in span))
-        if not all(type(v) is int for v in spans) or not all(len(span) == 4 for span in rule.aligned_cols):
-            raise PatchError(f"rule spans {rule.rows!r}, {rule.cols!r}, {rule.aligned_cols!r} are not whole numbers; "
-                             "refusing to write a patch")
+        spans = (*(rule.rows or ()), *(rule.cols or ()), *(v for span in rule.aligned_cols for v in span),
+                 *(v for vertex in rule.odd_hull for v in vertex))
+        if not all(type(v) is int for v in spans) or not all(len(span) == 4 for span in rule.aligned_cols) \
+                or not all(len(vertex) == 2 for vertex in rule.odd_hull):
+            raise PatchError(f"rule spans {rule.rows!r}, {rule.cols!r}, {rule.aligned_cols!r}, {rule.odd_hull!r} are "
+                             "not whole numbers; refusing to write a patch")
     for spec in heur.unsplit:
         if not all(_is_signature(sig) and isinstance(env, str) and text_ok(env) for sig, env in spec.kernels):
             raise PatchError(f"unsplit kernels {list(spec.kernels)!r} are not signatures and envelope texts; refusing "

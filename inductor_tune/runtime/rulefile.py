@@ -8,6 +8,7 @@ so everything is checked here, once, with one line saying what is wrong.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import Any
@@ -143,8 +144,9 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         evidence = _parse_evidence(r.get("evidence") or {}, where)
         spans = [_span(r.get(key), f"{where}: {key}") for key in ("rows", "cols")]
         aligned = _aligned_spans(r.get("cols_by_alignment"), spans[1], f"{where}: cols_by_alignment")
+        hull = _odd_hull(r.get("odd_hull"), spans, f"{where}: odd_hull")
         rule = RuleSpec(kind, element_size, rnumel, xnumel, cfg, evidence, reductions, tuple(envelopes), *spans,
-                        aligned)
+                        aligned, hull)
         for j, other in enumerate(rules):
             same_kernels = (other.reductions is None or reductions is None or other.reductions == reductions) and (
                 not other.envelopes or not envelopes or set(other.envelopes) & set(envelopes))
@@ -369,6 +371,32 @@ def _aligned_spans(value: Any, cols: tuple[int, int] | None, where: str) -> tupl
             raise HeuristicsError(usage)
         out.append((m, r, lo, hi))
     return tuple(out)
+
+
+def _odd_hull(value: Any, spans: list, where: str) -> tuple[tuple[int, int], ...]:
+    """A rule's hull of its evidence at odd N: [[rows, N], ...], distinct vertices inside the rule's rows and cols,
+    N odd, and from three on a strictly convex polygon, counter-clockwise in (log2 rows, N)."""
+    if value is None:
+        return ()
+    usage = (f"{where} must be a list of [rows, N] (positive integers, N odd, inside the rule's rows and cols): the "
+             "vertices of a convex hull, counter-clockwise in (log2 rows, N)")
+    if not isinstance(value, list) or not 1 <= len(value) <= 256 or None in spans:
+        raise HeuristicsError(usage)
+    for vertex in value:
+        if not (isinstance(vertex, list) and len(vertex) == 2 and all(type(v) is int and v > 0 for v in vertex)
+                and vertex[1] % 2 == 1 and all(lo <= v <= hi for v, (lo, hi) in zip(vertex, spans))):
+            raise HeuristicsError(usage)
+    hull = tuple((rows, cols) for rows, cols in value)
+    corners = [(math.log2(rows), cols) for rows, cols in hull]
+    n = len(corners)
+
+    def cross(a, b, c):
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+    if len(set(hull)) != n or (n >= 3 and not all(cross(corners[i], corners[(i + 1) % n], corners[(i + 2) % n]) > 0
+                                                 for i in range(n))):
+        raise HeuristicsError(usage)
+    return hull
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

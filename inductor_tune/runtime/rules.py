@@ -76,6 +76,9 @@ class RuleSpec:
     # (modulus, residue, low, high) per alignment class of N its evidence measured; empty: ``cols`` alone
     # (files written before stop 52).  See torch_rules.Rule.
     aligned_cols: tuple[tuple[int, int, int, int], ...] = ()
+    # (rows, N) vertices of the convex hull of the evidence at odd N; empty: the spans alone (files written before
+    # stop 54).  See torch_rules.Rule.
+    odd_hull: tuple[tuple[int, int], ...] = ()
 
     def matches(self, kind: str, element_size: int | None, rnumel_pow2: int, xnumel_pow2: int,
                 reductions: str | None = None, envelope: str | None = None, rows: int | None = None,
@@ -89,7 +92,8 @@ class RuleSpec:
             # (``lookup``, torch_rules) always pass them.
             and (rows is None or torch_rules.within(self.rows, rows))
             and (cols is None or (torch_rules.within(self.cols, cols)
-                                  and torch_rules.within_aligned(self.aligned_cols, cols)))
+                                  and torch_rules.within_aligned(self.aligned_cols, cols)
+                                  and (rows is None or torch_rules.within_odd_hull(self.odd_hull, rows, cols))))
         )
 
     def describe(self) -> str:
@@ -197,7 +201,8 @@ class Heuristics:
     def table(self) -> torch_rules.Table:
         """The config rules as torch_rules consults them (keep-default rules need no entry)."""
         rules = tuple(launch_rule(r.kind, r.element_size, r.rnumel, r.xnumel, r.config, r.reductions, r.envelopes,
-                                  r.rows, r.cols, r.aligned_cols) for r in self.rules if r.config is not None)
+                                  r.rows, r.cols, r.aligned_cols, r.odd_hull)
+                      for r in self.rules if r.config is not None)
         unsplit = tuple(torch_rules.UnsplitRule(rows=tuple(u.rows), cols=tuple(u.cols)) for u in self.unsplit)
         # An unsplit rule's own config comes first: inside its spans it is what the A/B measured.
         return torch_rules.Table(self.gpu.name, self.gpu.cc, self.gpu.sm_count,
@@ -217,7 +222,7 @@ class Heuristics:
 
 
 def launch_rule(kind: str, element_size: int, rnumel, xnumel, cfg: SlotConfig, reductions, envelopes, rows,
-                cols, aligned_cols=()) -> torch_rules.Rule:
+                cols, aligned_cols=(), odd_hull=()) -> torch_rules.Rule:
     """One config as torch_rules consults it (a persistent kernel takes the whole row and one stage)."""
     return torch_rules.Rule(
         kind=kind, element_size=element_size, rnumel=tuple(rnumel), xnumel=tuple(xnumel),
@@ -225,7 +230,7 @@ def launch_rule(kind: str, element_size: int, rnumel, xnumel, cfg: SlotConfig, r
         R0_BLOCK=None if cfg.persistent else cfg.R0_BLOCK, num_stages=1 if cfg.persistent else cfg.num_stages,
         RSPLIT_SIZE=cfg.RSPLIT_SIZE, NUM_STAGES=cfg.NUM_STAGES, reductions=reductions, envelopes=tuple(envelopes),
         rows=tuple(rows) if rows else None, cols=tuple(cols) if cols else None,
-        aligned_cols=tuple(tuple(span) for span in aligned_cols),
+        aligned_cols=tuple(tuple(span) for span in aligned_cols), odd_hull=tuple(tuple(v) for v in odd_hull),
     )
 
 
@@ -287,6 +292,8 @@ def rule_dict(rule: RuleSpec) -> dict[str, Any]:
         out["cols"] = list(rule.cols)
     if rule.aligned_cols:  # files without them keep their digests
         out["cols_by_alignment"] = [{"mod": m, "rem": r, "cols": [lo, hi]} for m, r, lo, hi in rule.aligned_cols]
+    if rule.odd_hull:  # likewise
+        out["odd_hull"] = [list(vertex) for vertex in rule.odd_hull]
     out["action"] = "config" if rule.config else "keep_default"
     if rule.config:
         out["config"] = config_dict(rule.config)

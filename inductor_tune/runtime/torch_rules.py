@@ -16,6 +16,7 @@ else, and for every kernel no rule covers, Inductor keeps its own heuristics.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Optional
 
 
@@ -41,6 +42,10 @@ class Rule:
     # (modulus, residue, low, high): at N of each alignment class, the span that class's evidence measured (empty:
     # ``cols`` alone); an H200 rule measured at odd N up to 11611 lost 5-13 % at odd N 11799..12047 (stop 52).
     aligned_cols: tuple = ()
+    # (rows, N) vertices, counter-clockwise in (log2 rows, N), of the convex hull of the evidence at odd N (empty:
+    # the spans alone): rows of odd N start unaligned, and on an H200 a rule measured at odd N up to 11015 below 5260
+    # rows lost 2-6 % at 540x11401 and 540x11503, inside its odd span but outside this hull (stop 54).
+    odd_hull: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +164,29 @@ def within_aligned(spans: tuple, cols: Optional[int]) -> bool:
     return not spans or (cols is not None and any(cols % m == r and lo <= cols <= hi for m, r, lo, hi in spans))
 
 
+def within_odd_hull(hull: tuple, rows: Optional[int], cols: Optional[int]) -> bool:
+    """True where ``cols`` is even, or the rule has no hull, or (log2 rows, cols) lies in the hull (its edges and
+    vertices included; a hull of one or two vertices covers that point or segment alone)."""
+    if not hull or (cols is not None and cols % 2 == 0):
+        return True
+    if rows is None or cols is None or rows < 1:
+        return False
+    here = (math.log2(rows), cols)
+    corners = [(math.log2(r), c) for r, c in hull]
+
+    def turn(a, b):  # > 0: ``here`` is left of a->b; the tolerance absorbs log2's rounding at collinear points
+        cross = (b[0] - a[0]) * (here[1] - a[1]) - (b[1] - a[1]) * (here[0] - a[0])
+        return 0.0 if abs(cross) <= 1e-9 * (1.0 + abs(b[1] - a[1]) + abs(here[1] - a[1])) else cross
+
+    if len(corners) == 1:
+        return tuple(hull[0]) == (rows, cols)
+    if len(corners) == 2:
+        (a, b) = corners
+        return turn(a, b) == 0 and min(a[1], b[1]) <= cols <= max(a[1], b[1]) \
+            and min(a[0], b[0]) - 1e-9 <= here[0] <= max(a[0], b[0]) + 1e-9
+    return all(turn(corners[i], corners[(i + 1) % len(corners)]) >= 0 for i in range(len(corners)))
+
+
 def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2: int, table: Table = None,
            reductions: Optional[str] = None, envelope: Optional[str] = None, rows: Optional[int] = None,
            cols: Optional[int] = None):
@@ -170,6 +198,7 @@ def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2
         if (
             rule.kind == kind
             and within(rule.rows, rows) and within(rule.cols, cols) and within_aligned(rule.aligned_cols, cols)
+            and within_odd_hull(rule.odd_hull, rows, cols)
             and rule.element_size == element_size
             and rule.rnumel[0] <= rnumel_pow2 <= rule.rnumel[1]
             and rule.xnumel[0] <= xnumel_pow2 <= rule.xnumel[1]
