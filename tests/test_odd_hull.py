@@ -36,12 +36,17 @@ def _points(rule):
 
 @functools.lru_cache(maxsize=1)
 def _hulled() -> tuple[heuristics.Heuristics, heuristics.RuleSpec]:
-    """The shipped H200 file with the softmax backward rule's hull built from its evidence."""
+    """The shipped H200 file (fitted with hulls) and its scaled softmax backward rule for N 8251..12048."""
     shipped = heuristics.load(H200_FILE)
-    (rule,) = [r for r in shipped.rules if r.config is not None and r.cols == SOFTMAX_BWD_SPAN]
-    hulled = dataclasses.replace(rule, odd_hull=distill.odd_hull(_points(rule)))
-    rules = tuple(hulled if r is rule else r for r in shipped.rules)
-    return dataclasses.replace(shipped, rules=rules), hulled
+    (rule,) = [r for r in shipped.rules if r.config is not None and r.cols == SOFTMAX_BWD_SPAN
+               and r.reductions == "sum@backward"]
+    return shipped, rule
+
+
+def test_every_config_rule_of_the_shipped_h200_file_has_the_hull_of_its_evidence_at_odd_n():
+    rules = [r for r in heuristics.load(H200_FILE).rules if r.config is not None]
+    assert rules and all(r.odd_hull == distill.odd_hull(_points(r)) for r in rules)
+    assert any(len(r.odd_hull) >= 3 for r in rules)
 
 
 def _lookup(heur, rule, rows, cols):
@@ -123,8 +128,12 @@ def test_a_file_keeps_its_hull_and_digest_through_dump_and_load_and_older_files_
     heuristics.dump(heur, str(path))
     again = heuristics.load(str(path))
     assert again.rules == heur.rules and again.digest() == heur.digest()
-    assert heur.digest() != heuristics.load(H200_FILE).digest()
-    assert heuristics.load(H200_FILE).digest().startswith("48edc030")  # the shipped file, written before hulls
+    bare = dataclasses.replace(heur, rules=tuple(dataclasses.replace(r, odd_hull=()) for r in heur.rules))
+    assert bare.digest() != heur.digest()
+    heuristics.dump(bare, str(path))
+    assert not any("odd_hull" in r for r in yaml.safe_load(open(path))["rules"])  # older files' spelling
+    h100 = heuristics.load(os.path.join(ROOT, "heuristics", "h100.yaml"))  # fitted before hulls
+    assert not any(r.odd_hull for r in h100.rules) and h100.digest().startswith("473aeeff")
 
 
 def _with_hull(value):
@@ -137,7 +146,7 @@ def _with_hull(value):
 @pytest.mark.parametrize("value, why", [
     ([[374, 9757], [557, 8251], [14916, 9765], [12151, 11611]], "counter-clockwise: accepted"),
     ([[374, 9757], [12151, 11611], [14916, 9765], [557, 8251]], "clockwise"),
-    ([[374, 9757], [557, 8251], [1000, 9000], [14916, 9765], [12151, 11611]], "not convex"),
+    ([[374, 9757], [557, 8251], [1000, 9001], [14916, 9765], [12151, 11611]], "not convex"),
     ([[374, 9001], [1000, 9001], [4000, 9001]], "collinear"),
     ([[374, 9757], [374, 9757]], "a vertex twice"),
     ([[374, 9758]], "even N"),
@@ -152,7 +161,8 @@ def test_bad_hulls_fail_in_one_line_naming_the_rule(tmp_path, value, why):
     path = tmp_path / "h.yaml"
     path.write_text(yaml.safe_dump(_with_hull(value)))
     if why.endswith("accepted"):
-        assert heuristics.load(str(path)).digest() != heuristics.load(H200_FILE).digest()
+        rule = next(r for r in heuristics.load(str(path)).rules if r.cols == SOFTMAX_BWD_SPAN)
+        assert rule.odd_hull == tuple(map(tuple, value))
         return
     with pytest.raises(HeuristicsError) as err:
         heuristics.load(str(path))
