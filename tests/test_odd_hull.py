@@ -35,7 +35,7 @@ def _points(rule):
 
 
 @functools.lru_cache(maxsize=1)
-def _hulled() -> tuple[heuristics.Heuristics, heuristics.RuleSpec]:
+def _shipped_rule() -> tuple[heuristics.Heuristics, heuristics.RuleSpec]:
     """The shipped H200 file (fitted with hulls) and its scaled softmax backward rule for N 8251..12048."""
     shipped = heuristics.load(H200_FILE)
     (rule,) = [r for r in shipped.rules if r.config is not None and r.cols == SOFTMAX_BWD_SPAN
@@ -54,7 +54,7 @@ def _lookup(heur, rule, rows, cols):
 
 
 def test_the_hull_leaves_the_lost_odd_shapes_to_inductor_and_keeps_its_evidence():
-    heur, rule = _hulled()
+    heur, rule = _shipped_rule()
     odd_lo, odd_hi = next((lo, hi) for m, r, lo, hi in rule.aligned_cols if (m, r) == (2, 1))
     for rows, cols in LOST:
         assert odd_lo <= cols <= odd_hi  # the class span alone would apply the rule here
@@ -65,7 +65,7 @@ def test_the_hull_leaves_the_lost_odd_shapes_to_inductor_and_keeps_its_evidence(
 
 
 def test_the_table_install_and_a_patched_torch_consult_agree(tmp_path):
-    heur, rule = _hulled()
+    heur, rule = _shipped_rule()
     path = tmp_path / "distilled_reduction_rules.py"
     path.write_text(patch_mod.rules_module(heur, "2.13.0"))
     spec = importlib.util.spec_from_file_location("generated_hull_rules", path)
@@ -123,7 +123,7 @@ def test_the_fit_writes_hulls_only_with_the_parameter():
 
 
 def test_a_file_keeps_its_hull_and_digest_through_dump_and_load_and_older_files_keep_theirs(tmp_path):
-    heur, _ = _hulled()
+    heur, _ = _shipped_rule()
     path = tmp_path / "h.yaml"
     heuristics.dump(heur, str(path))
     again = heuristics.load(str(path))
@@ -170,7 +170,7 @@ def test_bad_hulls_fail_in_one_line_naming_the_rule(tmp_path, value, why):
 
 
 def test_a_hull_set_in_code_that_is_not_whole_numbers_is_refused_by_the_patch():
-    heur, rule = _hulled()
+    heur, rule = _shipped_rule()
     bad = dataclasses.replace(heur, rules=(dataclasses.replace(rule, odd_hull=((540, "1); import os; ("),)),))
     with pytest.raises(patch_mod.PatchError):
         patch_mod.rules_module(bad, "2.13.0")
