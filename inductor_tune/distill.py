@@ -42,6 +42,7 @@ from .stats import geomean
 from .evidence import DistillError, ShapePoint, load_points, select_gpu
 from .fitparams import FitParams, excused_loss
 from .heuristics import Evidence, Heuristics, RuleSpec
+from .runtime.torch_rules import hull_turn
 from .kernels import Shape
 from .shapes import ALIGNMENT_CLASSES
 # The fit's settling against span probes lives in ``settle``; its names stay importable from here.
@@ -252,20 +253,16 @@ def odd_hull(points: Sequence[ShapePoint]) -> tuple[tuple[int, int], ...]:
     if len(odd) <= 2:
         return tuple(odd)
 
-    def cross(o, a, b):
-        return (math.log2(a[0]) - math.log2(o[0])) * (b[1] - o[1]) - (a[1] - o[1]) * (math.log2(b[0]) - math.log2(o[0]))
-
     def chain(ordered):
         out: list[tuple[int, int]] = []
         for p in ordered:
-            while len(out) >= 2 and cross(out[-2], out[-1], p) <= 1e-9 * (1.0 + abs(p[1] - out[-2][1])):
+            while len(out) >= 2 and hull_turn(out[-2], out[-1], p) <= 1e-9 * (1.0 + abs(p[1] - out[-2][1])):
                 out.pop()
             out.append(p)
         return out
 
     lower, upper = chain(odd), chain(reversed(odd))
-    hull = lower[:-1] + upper[:-1]
-    return tuple(hull) if len(hull) >= 3 else (odd[0], odd[-1])
+    return tuple(lower[:-1] + upper[:-1])  # collinear points: the two ends
 
 
 def aligned_spans(points: Sequence[ShapePoint]) -> tuple[tuple[int, int, int, int], ...]:

@@ -8,7 +8,6 @@ so everything is checked here, once, with one line saying what is wrong.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from typing import Any
@@ -386,15 +385,9 @@ def _odd_hull(value: Any, spans: list, where: str) -> tuple[tuple[int, int], ...
         if not (isinstance(vertex, list) and len(vertex) == 2 and all(type(v) is int and v > 0 for v in vertex)
                 and vertex[1] % 2 == 1 and all(lo <= v <= hi for v, (lo, hi) in zip(vertex, spans))):
             raise HeuristicsError(usage)
-    hull = tuple((rows, cols) for rows, cols in value)
-    corners = [(math.log2(rows), cols) for rows, cols in hull]
-    n = len(corners)
-
-    def cross(a, b, c):
-        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
-
-    if len(set(hull)) != n or (n >= 3 and not all(cross(corners[i], corners[(i + 1) % n], corners[(i + 2) % n]) > 0
-                                                 for i in range(n))):
+    hull, n = tuple((rows, cols) for rows, cols in value), len(value)
+    turns = [torch_rules.hull_turn(hull[i], hull[(i + 1) % n], hull[(i + 2) % n]) for i in range(n)] if n >= 3 else []
+    if len(set(hull)) != n or any(turn <= 0 for turn in turns):
         raise HeuristicsError(usage)
     return hull
 

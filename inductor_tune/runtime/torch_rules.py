@@ -164,6 +164,11 @@ def within_aligned(spans: tuple, cols: Optional[int]) -> bool:
     return not spans or (cols is not None and any(cols % m == r and lo <= cols <= hi for m, r, lo, hi in spans))
 
 
+def hull_turn(a: tuple, b: tuple, c: tuple) -> float:
+    """The cross product of a->b and a->c, (rows, N) pairs taken at (log2 rows, N): > 0 where c lies left of a->b."""
+    return (math.log2(b[0]) - math.log2(a[0])) * (c[1] - a[1]) - (b[1] - a[1]) * (math.log2(c[0]) - math.log2(a[0]))
+
+
 def within_odd_hull(hull: tuple, rows: Optional[int], cols: Optional[int]) -> bool:
     """True where ``cols`` is even, or the rule has no hull, or (log2 rows, cols) lies in the hull (its edges and
     vertices included; a hull of one or two vertices covers that point or segment alone)."""
@@ -171,20 +176,19 @@ def within_odd_hull(hull: tuple, rows: Optional[int], cols: Optional[int]) -> bo
         return True
     if rows is None or cols is None or rows < 1:
         return False
-    here = (math.log2(rows), cols)
-    corners = [(math.log2(r), c) for r, c in hull]
+    here = (rows, cols)
 
-    def turn(a, b):  # > 0: ``here`` is left of a->b; the tolerance absorbs log2's rounding at collinear points
-        cross = (b[0] - a[0]) * (here[1] - a[1]) - (b[1] - a[1]) * (here[0] - a[0])
-        return 0.0 if abs(cross) <= 1e-9 * (1.0 + abs(b[1] - a[1]) + abs(here[1] - a[1])) else cross
+    def turn(a, b):  # the tolerance absorbs log2's rounding at collinear points
+        cross = hull_turn(a, b, here)
+        return 0.0 if abs(cross) <= 1e-9 * (1.0 + abs(b[1] - a[1]) + abs(cols - a[1])) else cross
 
-    if len(corners) == 1:
-        return tuple(hull[0]) == (rows, cols)
-    if len(corners) == 2:
-        (a, b) = corners
-        return turn(a, b) == 0 and min(a[1], b[1]) <= cols <= max(a[1], b[1]) \
-            and min(a[0], b[0]) - 1e-9 <= here[0] <= max(a[0], b[0]) + 1e-9
-    return all(turn(corners[i], corners[(i + 1) % len(corners)]) >= 0 for i in range(len(corners)))
+    if len(hull) == 1:
+        return tuple(hull[0]) == here
+    if len(hull) == 2:
+        (a, b) = hull
+        return turn(a, b) == 0 and min(a[0], b[0]) <= rows <= max(a[0], b[0]) \
+            and min(a[1], b[1]) <= cols <= max(a[1], b[1])
+    return all(turn(hull[i], hull[(i + 1) % len(hull)]) >= 0 for i in range(len(hull)))
 
 
 def lookup(kind: str, element_size: Optional[int], rnumel_pow2: int, xnumel_pow2: int, table: Table = None,
