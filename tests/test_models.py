@@ -285,18 +285,43 @@ def test_regressed_means_slower_in_every_round_and_beyond_noise(base, rules, reg
 
 
 def test_reduction_share_and_speedup_come_from_the_reduction_kernels():
-    default = models.kernel_time_breakdown([
+    default = models.kernel_time_breakdown([[
         ("triton_red_fused_add_mean_0", 20.0), ("triton_per_fused_mul_sum_1", 10.0), ("triton_poi_fused_add_2", 30.0),
-        ("sm90_xmma_gemm_bf16", 40.0), ("triton_red_fused_add_mean_0", 0.0)])
-    rules = models.kernel_time_breakdown([
+        ("sm90_xmma_gemm_bf16", 40.0), ("triton_red_fused_add_mean_0", 0.0)]])
+    rules = models.kernel_time_breakdown([[
         ("triton_unk_fused_add_mean_0", 10.0), ("triton_per_fused_mul_sum_1", 5.0), ("triton_poi_fused_add_2", 30.0),
-        ("sm90_xmma_gemm_bf16", 40.0)])
+        ("sm90_xmma_gemm_bf16", 40.0)]])
     assert (default["total_us"], default["reduction_us"], default["share"]) == (100.0, 30.0, 0.3)
     assert default["reduction_kernels"] == 2 and (default["fixed_config_kernels"], rules["fixed_config_kernels"]) == (0, 1)
     r = models.summarize(_data([1.0, 1.0], [1.0, 1.0], profiles={DEFAULT: default, RULES: rules}))
     assert r.reduction_share_default == pytest.approx(0.3) and r.reduction_share_rules == pytest.approx(15 / 85)
     assert r.reduction_speedup == pytest.approx(2.0)
     assert models.kernel_time_breakdown([])["share"] is None
+
+
+def test_each_kernel_counts_its_median_over_the_profiled_steps():
+    steps = [[("triton_red_fused_mean_0", 10.0), ("gemm", 50.0)],
+             [("triton_red_fused_mean_0", 11.0), ("gemm", 500.0)],  # one slow launch of the GEMM
+             [("triton_red_fused_mean_0", 30.0), ("gemm", 52.0)],  # one slow launch of the reduction
+             [("triton_red_fused_mean_0", 6.0), ("triton_red_fused_mean_0", 6.0), ("gemm", 51.0)],  # launched twice
+             [("gemm", 49.0)]]  # a step that did not run the reduction counts 0 for it
+    out = models.kernel_time_breakdown(steps)
+    assert out["by_kernel"] == {"gemm": 51.0, "triton_red_fused_mean_0": 11.0}
+    assert (out["total_us"], out["reduction_us"]) == (62.0, 11.0) and out["share"] == pytest.approx(11 / 62)
+    assert out["profiled_steps"] == 5 and out["step_totals_us"] == [60.0, 511.0, 82.0, 63.0, 49.0]
+
+
+def test_both_variants_are_profiled_over_several_alternating_steps(monkeypatch):
+    from inductor_tune import model_blocks
+
+    order = []
+    monkeypatch.setattr(model_blocks, "profile_kernels", lambda step, device: order.append(step.__self__) or [])
+    data = _measure(_Recorder(), rounds=1)
+    assert data["failure"] is None and len(order) == 2 * models.PROFILE_STEPS > 2
+    assert all(p["profiled_steps"] == models.PROFILE_STEPS for p in data["profiles"].values())
+    # Alternating: each pair of profiled steps is one of each variant, and the first of a pair changes.
+    pairs = [order[i:i + 2] for i in range(0, len(order), 2)]
+    assert all(a is not b for a, b in pairs) and pairs[0][0] is pairs[1][1]
 
 
 def test_kernels_changed_compares_launch_configs_of_the_same_kernels():
