@@ -1,0 +1,111 @@
+"""Why no rule applied at the best-found samples of held-out sets: a diagnostic that no fit reads.
+
+For each problem of `validate --suite ... --db <best-found studies>` records where the rules left Inductor's default,
+this takes the kernels `validate` recorded (`slots`) and asks which of a rule's conditions first turned every rule of
+the heuristic file away from the largest of them, in this order: the kernel's envelope (no rule was measured on such
+a kernel), the rule family and size group (next_pow2 of rows and N), the measured spans of rows and N, N's alignment
+class or the odd hull, and last the rule's action (its evidence kept Inductor's default). Problems that Inductor split
+into two kernels (fewer than 2 x SMs rows at N over 8192, so the slots have other sizes than the problem) are counted
+apart, against the file's unsplit spans. Each class reports its count, its geomean of rules / best found, and its
+share of the log gap to the best found. Element sizes are not compared: every sample is bf16.
+
+Usage: python3 experiments/coverage_misses.py HEURISTICS.yaml VALIDATION.sqlite [...] [-- HEURISTICS.yaml DB ...]
+"""
+
+import json
+import math
+import sys
+from collections import defaultdict
+
+import bestfound_table
+
+from inductor_tune import figdata, heuristics
+from inductor_tune.runtime import torch_rules
+from inductor_tune.validate import HEURISTICS
+
+SPLIT_ROWS, SPLIT_MIN_N = 264, 8192  # Inductor splits an inner reduction of fewer outputs than 2 x SMs (132 SMs)
+
+
+def _main_slot(slots):
+    # The kernel that moves the most: where Inductor fused the problem into several, the rules' gain is there.
+    return max(slots, key=lambda s: s["xnumel"] * s["rnumel"])
+
+
+def miss_reason(heur, slot, rows: int, cols: int) -> str:
+    """The first of a rule's conditions that every rule of ``heur`` fails for this kernel."""
+    if rows < SPLIT_ROWS and cols > SPLIT_MIN_N and (slot["xnumel"], slot["rnumel"]) != (rows, cols):
+        inside = any(torch_rules.within(tuple(u.rows), rows) and torch_rules.within(tuple(u.cols), cols)
+                     for u in heur.unsplit)
+        return f"split by Inductor, {'inside' if inside else 'outside'} the unsplit spans"
+    xnumel, rnumel = slot["xnumel"], slot["rnumel"]
+    kind = torch_rules.kernel_kind("OUTER" if slot.get("outer") else "INNER", torch_rules.next_pow2(rnumel),
+                                   slot["mix_order"])
+    rules = [r for r in heur.rules if not r.envelopes or slot["envelope"] in r.envelopes]
+    if not rules:
+        return "no rule measured on this kernel"
+    r2, x2 = torch_rules.next_pow2(rnumel), torch_rules.next_pow2(xnumel)
+    rules = [r for r in rules
+             if r.kind == kind and r.rnumel[0] <= r2 <= r.rnumel[1] and r.xnumel[0] <= x2 <= r.xnumel[1]]
+    if not rules:
+        return "this kernel's size group not studied"
+    rules = [r for r in rules if torch_rules.within(r.rows, xnumel) and torch_rules.within(r.cols, rnumel)]
+    if not rules:
+        return "outside the measured rows or N"
+    rules = [r for r in rules if torch_rules.within_aligned(r.aligned_cols, rnumel)
+             and torch_rules.within_odd_hull(r.odd_hull, xnumel, rnumel)]
+    if not rules:
+        return "outside N's alignment class span or the odd hull"
+    return "evidence kept Inductor's default" if all(r.config is None for r in rules) else "a config rule matched"
+
+
+def classify(pairs):
+    """(reason, set label, problem, rules / best found) per untouched problem, and the touched ones as one class."""
+    out = []
+    for heur_path, db_paths in pairs:
+        heur = heuristics.load(heur_path)
+        table, _, _ = bestfound_table.rows(db_paths)
+        slots = {}
+        for path in db_paths:
+            for rec in figdata.validation_records(path):
+                slots[(rec.kernel, f"{rec.rows}x{rec.cols}")] = json.loads(rec.result_json).get("slots") or []
+        for row in table:
+            ratio = bestfound_table._vs_best(row)
+            if row.heuristics_applied:
+                out.append(("rules applied", heur.digest()[:8], row, ratio))
+                continue
+            rows, cols = map(int, row.shape.split("x"))
+            main = [s for s in slots.get((row.kernel, row.shape), []) if s["rnumel"] > 1]
+            reason = miss_reason(heur, _main_slot(main), rows, cols) if main else "no kernel recorded"
+            out.append((reason, heur.digest()[:8], row, ratio))
+    return out
+
+
+def main(argv):
+    pairs, current = [], None
+    for arg in argv:
+        if arg == "--":
+            current = None
+        elif current is None:
+            current = (arg, [])
+            pairs.append(current)
+        else:
+            current[1].append(arg)
+    found = classify(pairs)
+    if not found:
+        raise SystemExit("no best-found validation records")
+    total = sum(-math.log(r) for *_, r in found)
+    by_reason = defaultdict(list)
+    for reason, _, row, ratio in found:
+        by_reason[reason].append((row, ratio))
+    print(f"{len(found)} problems, rules / best found geomean {math.exp(-total / len(found)):.3f}")
+    print("| why | problems | rules / best found | share of the log gap | worst |")
+    print("| --- | --- | --- | --- | --- |")
+    for reason, items in sorted(by_reason.items(), key=lambda kv: sum(math.log(r) for _, r in kv[1])):
+        gap = sum(-math.log(r) for _, r in items)
+        row, worst = min(items, key=lambda item: item[1])
+        print(f"| {reason} | {len(items)} | {math.exp(-gap / len(items)):.3f} | {gap / total:.0%} | "
+              f"{row.kernel} {row.shape} {worst:.3f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
