@@ -6,8 +6,10 @@ the heuristic file away from the largest of them, in this order: the kernel's en
 a kernel), the rule family and size group (next_pow2 of rows and N), the measured spans of rows and N, N's alignment
 class or the odd hull, and last the rule's action (its evidence kept Inductor's default). Problems that Inductor split
 into two kernels (fewer than 2 x SMs rows at N over 8192, so the slots have other sizes than the problem) are counted
-apart, against the file's unsplit spans. Each class reports its count, its geomean of rules / best found, and its
-share of the log gap to the best found. Element sizes are not compared: every sample is bf16.
+apart, against the file's unsplit spans. Each class reports its count, its geomean of rules / best found, its
+share of the log gap to the best found, and at how many of its problems Inductor's own two compiles (the default's
+and the untouched rules') launched different configs, so that the ratio is one draw of Inductor's own pick
+(`bestfound_table.py`). Element sizes are not compared: every sample is bf16.
 
 Usage: python3 experiments/coverage_misses.py HEURISTICS.yaml VALIDATION.sqlite [...] [-- HEURISTICS.yaml DB ...]
 """
@@ -59,11 +61,12 @@ def miss_reason(heur, slot, rows: int, cols: int) -> str:
 
 
 def classify(pairs):
-    """(reason, set label, problem, rules / best found) per untouched problem, and the touched ones as one class."""
+    """(reason, whether Inductor's two compiles picked different configs, problem, rules / best found) per untouched
+    problem, and the touched ones as one class."""
     out = []
     for heur_path, db_paths in pairs:
         heur = heuristics.load(heur_path)
-        table, _, _ = bestfound_table.rows(db_paths)
+        table, _, picked = bestfound_table.rows(db_paths)
         slots = {}
         for path in db_paths:
             for rec in figdata.validation_records(path):
@@ -71,12 +74,13 @@ def classify(pairs):
         for row in table:
             ratio = bestfound_table._vs_best(row)
             if row.heuristics_applied:
-                out.append(("rules applied", heur.digest()[:8], row, ratio))
+                out.append(("rules applied", False, row, ratio))
                 continue
+            differed = bool(picked.get((row.kernel, row.shape, row.dtype)))
             rows, cols = map(int, row.shape.split("x"))
             main = [s for s in slots.get((row.kernel, row.shape), []) if s["rnumel"] > 1]
             reason = miss_reason(heur, _main_slot(main), rows, cols) if main else "no kernel recorded"
-            out.append((reason, heur.digest()[:8], row, ratio))
+            out.append((reason, differed, row, ratio))
     return out
 
 
@@ -95,16 +99,18 @@ def main(argv):
         raise SystemExit("no best-found validation records")
     total = sum(-math.log(r) for *_, r in found)
     by_reason = defaultdict(list)
-    for reason, _, row, ratio in found:
-        by_reason[reason].append((row, ratio))
+    for reason, differed, row, ratio in found:
+        by_reason[reason].append((row, ratio, differed))
     print(f"{len(found)} problems, rules / best found geomean {math.exp(-total / len(found)):.3f}")
-    print("| why | problems | rules / best found | share of the log gap | worst |")
-    print("| --- | --- | --- | --- | --- |")
-    for reason, items in sorted(by_reason.items(), key=lambda kv: sum(math.log(r) for _, r in kv[1])):
-        gap = sum(-math.log(r) for _, r in items)
-        row, worst = min(items, key=lambda item: item[1])
+    print("| why | problems | rules / best found | share of the log gap | Inductor's picks differed | worst |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for reason, items in sorted(by_reason.items(), key=lambda kv: sum(math.log(item[1]) for item in kv[1])):
+        gap = sum(-math.log(item[1]) for item in items)
+        row, worst, _ = min(items, key=lambda item: item[1])
+        differed = [item for item in items if item[2]]
+        differed_gap = sum(-math.log(item[1]) for item in differed)
         print(f"| {reason} | {len(items)} | {math.exp(-gap / len(items)):.3f} | {gap / total:.0%} | "
-              f"{row.kernel} {row.shape} {worst:.3f} |")
+              f"{len(differed)} ({differed_gap / total:.0%} of the gap) | {row.kernel} {row.shape} {worst:.3f} |")
 
 
 if __name__ == "__main__":
