@@ -1,15 +1,16 @@
 """Why no rule applied at the best-found samples of held-out sets: a diagnostic that no fit reads.
 
 For each problem of `validate --suite ... --db <best-found studies>` records where the rules left Inductor's default,
-this takes the kernels `validate` recorded (`slots`) and asks which of a rule's conditions first turned every rule of
-the heuristic file away from the largest of them, in this order: the kernel's envelope (no rule was measured on such
-a kernel), the rule family and size group (next_pow2 of rows and N), the measured spans of rows and N, N's alignment
-class or the odd hull, and last the rule's action (its evidence kept Inductor's default). Problems that Inductor split
-into two kernels (fewer than 2 x SMs rows at N over 8192, so the slots have other sizes than the problem) are counted
-apart, against the file's unsplit spans. Each class reports its count, its geomean of rules / best found, its
-share of the log gap to the best found, and at how many of its problems Inductor's own two compiles (the default's
-and the untouched rules') launched different configs, so that the ratio is one draw of Inductor's own pick
-(`bestfound_table.py`). Element sizes are not compared: every sample is bf16.
+this takes the kernels `validate` recorded (`slots`, with the reduction hint of Inductor's own compile, as
+`gap_rules.py` reads them) and asks which of a rule's conditions first turned every rule of the heuristic file away
+from the largest of them, in this order: the kernel's reductions and envelope (no rule was measured on such a
+kernel), the rule family, element size and size group (next_pow2 of rows and N), the measured spans of rows and N,
+N's alignment class or the odd hull, and last the rule's action (its evidence kept Inductor's default). Problems that
+Inductor split into two kernels (fewer than 2 x SMs rows at N over 8192, so the slots have other sizes than the
+problem) are counted apart, against the file's unsplit spans. Each class reports its count, its geomean of rules /
+best found, its share of the log gap to the best found, and at how many of its problems Inductor's own two compiles
+(the default's and the untouched rules') launched different configs, so that the ratio is one draw of Inductor's own
+pick (`bestfound_table.py`). `gap_rules.py` prints, per kernel, the rule that covers it and why it kept the default.
 
 Usage: python3 experiments/coverage_misses.py HEURISTICS.yaml VALIDATION.sqlite [...] [-- HEURISTICS.yaml DB ...]
 """
@@ -20,9 +21,12 @@ import sys
 from collections import defaultdict
 
 import bestfound_table
+import gap_rules
 
-from inductor_tune import figdata, heuristics
+from inductor_tune import heuristics
 from inductor_tune.runtime import torch_rules
+from inductor_tune.runtime.launch import KernelSlot
+from inductor_tune.shapes import ELEMENT_SIZES
 from inductor_tune.validate import HEURISTICS
 
 SPLIT_ROWS, SPLIT_MIN_N = 264, 8192  # Inductor splits an inner reduction of fewer outputs than 2 x SMs (132 SMs)
@@ -30,24 +34,28 @@ SPLIT_ROWS, SPLIT_MIN_N = 264, 8192  # Inductor splits an inner reduction of few
 
 def _main_slot(slots):
     # The kernel that moves the most: where Inductor fused the problem into several, the rules' gain is there.
-    return max(slots, key=lambda s: s["xnumel"] * s["rnumel"])
+    return max(slots, key=lambda s: s.xnumel * s.rnumel)
 
 
-def miss_reason(heur, slot, rows: int, cols: int) -> str:
-    """The first of a rule's conditions that every rule of ``heur`` fails for this kernel."""
-    if rows < SPLIT_ROWS and cols > SPLIT_MIN_N and (slot["xnumel"], slot["rnumel"]) != (rows, cols):
+def miss_reason(heur, slot: KernelSlot, hint, dtype: str, rows: int, cols: int) -> str:
+    """The first of a rule's conditions that every rule of ``heur`` fails for this kernel (``hint``: Inductor's
+    reduction hint for it, e.g. "INNER"; None where its compile did not record one)."""
+    if rows < SPLIT_ROWS and cols > SPLIT_MIN_N and (slot.xnumel, slot.rnumel) != (rows, cols):
         inside = any(torch_rules.within(tuple(u.rows), rows) and torch_rules.within(tuple(u.cols), cols)
                      for u in heur.unsplit)
         return f"split by Inductor, {'inside' if inside else 'outside'} the unsplit spans"
-    xnumel, rnumel = slot["xnumel"], slot["rnumel"]
-    kind = torch_rules.kernel_kind("OUTER" if slot.get("outer") else "INNER", torch_rules.next_pow2(rnumel),
-                                   slot["mix_order"])
-    rules = [r for r in heur.rules if not r.envelopes or slot["envelope"] in r.envelopes]
+    if hint is None and not slot.mix_order:
+        return "Inductor's reduction hint not recorded"
+    xnumel, rnumel = slot.xnumel, slot.rnumel
+    r2, x2 = torch_rules.next_pow2(rnumel), torch_rules.next_pow2(xnumel)
+    kind = torch_rules.kernel_kind(hint or "", r2, slot.mix_order)
+    signature = torch_rules.kernel_signature(slot.reductions.split("+"), slot.backward) if slot.reductions else None
+    rules = [r for r in heur.rules if (not r.envelopes or slot.envelope in r.envelopes)
+             and (r.reductions is None or r.reductions == signature)]
     if not rules:
         return "no rule measured on this kernel"
-    r2, x2 = torch_rules.next_pow2(rnumel), torch_rules.next_pow2(xnumel)
-    rules = [r for r in rules
-             if r.kind == kind and r.rnumel[0] <= r2 <= r.rnumel[1] and r.xnumel[0] <= x2 <= r.xnumel[1]]
+    rules = [r for r in rules if r.kind == kind and r.element_size == ELEMENT_SIZES.get(dtype)
+             and r.rnumel[0] <= r2 <= r.rnumel[1] and r.xnumel[0] <= x2 <= r.xnumel[1]]
     if not rules:
         return "this kernel's size group not studied"
     rules = [r for r in rules if torch_rules.within(r.rows, xnumel) and torch_rules.within(r.cols, rnumel)]
@@ -57,7 +65,7 @@ def miss_reason(heur, slot, rows: int, cols: int) -> str:
              and torch_rules.within_odd_hull(r.odd_hull, xnumel, rnumel)]
     if not rules:
         return "outside N's alignment class span or the odd hull"
-    return "evidence kept Inductor's default" if all(r.config is None for r in rules) else "a config rule matched"
+    return "evidence kept Inductor's default" if rules[0].config is None else "a config rule matched"
 
 
 def classify(pairs):
@@ -66,21 +74,23 @@ def classify(pairs):
     out = []
     for heur_path, db_paths in pairs:
         heur = heuristics.load(heur_path)
-        table, _, picked = bestfound_table.rows(db_paths)
-        slots = {}
         for path in db_paths:
-            for rec in figdata.validation_records(path):
-                slots[(rec.kernel, f"{rec.rows}x{rec.cols}")] = json.loads(rec.result_json).get("slots") or []
-        for row in table:
-            ratio = bestfound_table._vs_best(row)
-            if row.heuristics_applied:
-                out.append(("rules applied", False, row, ratio))
-                continue
-            differed = bool(picked.get((row.kernel, row.shape, row.dtype)))
-            rows, cols = map(int, row.shape.split("x"))
-            main = [s for s in slots.get((row.kernel, row.shape), []) if s["rnumel"] > 1]
-            reason = miss_reason(heur, _main_slot(main), rows, cols) if main else "no kernel recorded"
-            out.append((reason, differed, row, ratio))
+            picked = bestfound_table.picks(path)
+            for row, rec in gap_rules.rows_with_records(path):
+                if not (row.best_found() and row.variant(HEURISTICS)):
+                    continue
+                ratio = bestfound_table._vs_best(row)
+                if row.heuristics_applied:
+                    out.append(("rules applied", False, row, ratio))
+                    continue
+                result = json.loads(rec.result_json)
+                slots = [KernelSlot(**s) for s in result.get("slots") or [] if s["rnumel"] > 1]
+                hints = heuristics.slot_hints(slots, json.dumps(result.get("default_choice") or []))
+                rows, cols = rec.rows, rec.cols
+                main = _main_slot(slots) if slots else None
+                reason = (miss_reason(heur, main, hints.get(main.key), rec.dtype, rows, cols) if main
+                          else "no kernel recorded")
+                out.append((reason, bool(picked.get((row.kernel, row.shape, row.dtype))), row, ratio))
     return out
 
 
