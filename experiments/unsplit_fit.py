@@ -24,6 +24,7 @@ import sys
 
 from inductor_tune import figdata, heuristics, unsplit
 from inductor_tune.runtime.launch import LAUNCH_FIELDS, SlotConfig
+from inductor_tune.store import StoreError
 
 
 def parse_config(text: str) -> SlotConfig:
@@ -108,7 +109,7 @@ def main(argv=None) -> int:
             sources += dbs.split(",")
             print(f"{config.describe()}: {len(points)} problems timed, kernels that failed to compile: "
                   f"{', '.join(sorted(failed)) or 'none'}; it may apply to {', '.join(sorted(kernels))}")
-    except (heuristics.HeuristicsError, ValueError) as exc:
+    except (heuristics.HeuristicsError, StoreError, ValueError) as exc:
         sys.exit(f"unsplit_fit: error: {exc}")
     fitted, lines = unsplit.fit(heur, base, variants, sources)
     print("\n".join(lines))

@@ -3,6 +3,8 @@ fitted from the probe's A/B, and what the patch writes (CPU; the real compile is
 
 import dataclasses
 import os
+import subprocess
+import sys
 import types
 
 import distill_fixtures as fx
@@ -278,3 +280,16 @@ def test_the_patch_writes_the_one_kernels_config_before_the_launch_rules(base):
     bad = _configured(base, kernels=(("sum", FWD[1] + "')\nimport os#"),))
     with pytest.raises(patch.PatchError, match="unsplit kernels"):
         patch.rules_module(bad, "2.13.0")
+
+
+def test_the_fit_script_reads_a_missing_variant_database_as_one_line(tmp_path):
+    # fit.sh passes each line of a list's .unsplit file as a --variant (stop 55); a database the A/B has not written
+    # yet stops the fit with one line and no file.
+    out = tmp_path / "out.yaml"
+    proc = subprocess.run([sys.executable, "experiments/unsplit_fit.py", "fit", "heuristics/h200.yaml",
+                           "--evidence", "db/unsplit-train.sqlite", "--variant",
+                           f"experiments/unsplit/probe-persistent32.yaml={tmp_path}/absent.sqlite",
+                           "--kernels-from", "db/quack.sqlite", "--out", str(out)],
+                          capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode == 1 and not out.exists()
+    assert proc.stderr.strip() == f"unsplit_fit: error: no database at {tmp_path}/absent.sqlite"

@@ -20,6 +20,8 @@ FILL=$(sed 1,2d $list | head -n -2 | paste -sd' ')
 PRE=$(sed 1,2d $list | head -n -1 | paste -sd' ')
 prespan=experiments/candidates/h200-s$stop-prespan.yaml; cand=experiments/candidates/h200-s$stop.yaml
 head -n -1 $list > /tmp/h200-s$stop-prespan.txt
+# fit.sh reads a list's unsplit probes from the file beside it; the fit without the span round reads the same ones.
+[ ! -f ${list%.txt}.unsplit ] || cp ${list%.txt}.unsplit /tmp/h200-s$stop-prespan.unsplit
 BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
   "python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 --max-configs 4 --rounds 3 --no-progress \
    --avoid-draw $AV --storage db/crossmeasure-s$stop-fill$fill.sqlite && touch /tmp/fill$fill-done" \

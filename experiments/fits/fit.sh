@@ -5,7 +5,7 @@
 #
 # distill reads the list's databases in order (lines after its two-line header), experiments/unsplit_fit.py adds
 # the unsplit rule (its kernels from the databases the first unsplit fit read,
-# experiments/fits/unsplit-kernels-from.txt)
+# experiments/fits/unsplit-kernels-from.txt; its probes: the 16-warp one, and those of LIST.unsplit where it exists)
 # and experiments/mixtune/candidate.py the split-autotune entries.  The steps are deterministic: the same list and
 # databases give the same digest, on the CPU or on a GPU machine.
 set -euo pipefail
@@ -14,9 +14,14 @@ here=$(dirname "$0")
 mapfile -t dbs < <(sed 1,2d "$fitlist" | grep .)
 python3 -m inductor_tune distill "${dbs[@]}" --gpu H200 --no-folds --out "$work/launch.yaml"
 persistent16=db/unsplit-persistent16-train.sqlite,db/unsplit-persistent16-train2.sqlite
+variants=(--variant "experiments/unsplit/probe-persistent16.yaml=$persistent16")
+# A list may bring more unsplit probes (stop 55: 32 warps), one PROBE.yaml=DB,... per line of LIST.unsplit; a cell
+# takes the variant its training A/B scores best, so one that earns nowhere changes no rule. Older lists have none.
+if [ -f "${fitlist%.txt}.unsplit" ]; then
+  while read -r line; do variants+=(--variant "$line"); done < <(grep -v '^#' "${fitlist%.txt}.unsplit" | grep .)
+fi
 python3 experiments/unsplit_fit.py fit "$work/launch.yaml" --evidence db/unsplit-train.sqlite,db/unsplit-train2.sqlite \
-  --variant "experiments/unsplit/probe-persistent16.yaml=$persistent16" \
-  --kernels-from "$(paste -sd, "$here/unsplit-kernels-from.txt")" --out "$work/unsplit.yaml"
+  "${variants[@]}" --kernels-from "$(paste -sd, "$here/unsplit-kernels-from.txt")" --out "$work/unsplit.yaml"
 python3 experiments/mixtune/candidate.py "$work/unsplit.yaml" experiments/mixtune/probe-up-m5.yaml "$out" \
   db/mixtune-probe-up-m5.sqlite db/mixtune2-probe-up-m5.sqlite db/mixtune3-probe-up-m5.sqlite
 python3 -c "from inductor_tune.runtime.rulefile import load; h = load('$out'); \
