@@ -86,9 +86,8 @@ def classify(pairs):
                 result = json.loads(rec.result_json)
                 slots = [KernelSlot(**s) for s in result.get("slots") or [] if s["rnumel"] > 1]
                 hints = heuristics.slot_hints(slots, json.dumps(result.get("default_choice") or []))
-                rows, cols = rec.rows, rec.cols
                 main = _main_slot(slots) if slots else None
-                reason = (miss_reason(heur, main, hints.get(main.key), rec.dtype, rows, cols) if main
+                reason = (miss_reason(heur, main, hints.get(main.key), rec.dtype, rec.rows, rec.cols) if main
                           else "no kernel recorded")
                 out.append((reason, bool(picked.get((row.kernel, row.shape, row.dtype))), row, ratio))
     return out

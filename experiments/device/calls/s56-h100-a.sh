@@ -7,14 +7,5 @@
 # Pack with `bash experiments/device/pack.sh STASH experiments/candidates/h100-s54.yaml -- db/quack.sqlite
 # [db/bestfound-h100-10*.sqlite]`.
 set -u
-bf=experiments/bestfound-h100-set10; bfl=experiments/bestfound-h100-set10-large
-cand=experiments/candidates/h100-s54.yaml
-v="python3 -m inductor_tune validate"; t="python3 -m inductor_tune tune"
-steps=("$t $bf/problems.yaml --storage sqlite:///db/bestfound-h100-10.sqlite --no-progress"
-       "$t $bfl/problems.yaml --storage sqlite:///db/bestfound-h100-10-large.sqlite --no-progress")
-[ -f db/bestfound-h100-10-validate-4153ab03.sqlite ] || steps+=("$v $cand --suite $bf/problems.yaml \
-   --db db/bestfound-h100-10.sqlite --no-progress --storage sqlite:///db/bestfound-h100-10-validate-4153ab03.sqlite")
-[ -f db/bestfound-h100-10-large-validate-4153ab03.sqlite ] || steps+=("$v $cand --suite $bfl/problems.yaml \
-   --db db/bestfound-h100-10-large.sqlite --no-progress \
-   --storage sqlite:///db/bestfound-h100-10-large-validate-4153ab03.sqlite")
-BUDGET=${BUDGET:-560} bash experiments/device/steps.sh "${steps[@]}"
+bash experiments/device/bestfound.sh experiments/bestfound-h100-set10 bestfound-h100-10 \
+  experiments/candidates/h100-s54.yaml 4153ab03
