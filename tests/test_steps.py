@@ -1,0 +1,57 @@
+"""experiments/device/steps.sh brings back what a step committed even where the budget killed the step: the stores
+write SQLite in WAL mode, and stop 56 lost a cut gate, span round and model run whose commits sat in DB.sqlite-wal."""
+
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+STEPS = Path(__file__).resolve().parents[1] / "experiments" / "device" / "steps.sh"
+
+pytestmark = pytest.mark.skipif(not shutil.which("timeout"), reason="needs coreutils' timeout")
+
+# Commits one row in WAL mode with the auto-checkpoint off, then dies as `timeout` kills a step: no close, no checkpoint.
+KILLED_STEP = (
+    "python3 -c \"import os, signal, sqlite3; c = sqlite3.connect('db/cut.sqlite'); "
+    "c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA wal_autocheckpoint=0'); "
+    "c.execute('CREATE TABLE t (x)'); c.execute('INSERT INTO t VALUES (1)'); c.commit(); "
+    "os.kill(os.getpid(), signal.SIGKILL)\""
+)
+
+
+def _run(tmp_path, *steps, budget=100):
+    work, out = tmp_path / "work", tmp_path / "out"
+    (work / "db").mkdir(parents=True)
+    out.mkdir()
+    (work / "db" / "untouched.sqlite").write_bytes(b"")
+    done = subprocess.run(["bash", str(STEPS), *steps], cwd=work, env={"PATH": "/usr/bin:/bin:" + _python_dir(),
+                          "OUT": str(out), "BUDGET": str(budget)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return work, out
+
+
+def _python_dir():
+    return str(Path(shutil.which("python3")).parent)
+
+
+def _rows(path):
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT x FROM t").fetchall()
+
+
+def test_a_killed_steps_commits_come_back(tmp_path):
+    work, out = _run(tmp_path, KILLED_STEP)
+    assert (work / "db" / "cut.sqlite-wal").exists() is False  # checkpointed into the database itself
+    assert _rows(out / "db" / "cut.sqlite") == [(1,)]
+    assert not (out / "db" / "untouched.sqlite").exists()  # only what a step changed comes back
+    assert "rc=137" in (out / "log").read_text()
+
+
+def test_a_step_left_without_budget_is_skipped(tmp_path):
+    # 35 s of budget, 6 of them spent: under the 30 s a step needs.
+    _, out = _run(tmp_path, "sleep 6", "touch db/late.sqlite", budget=35)
+    log = (out / "log").read_text()
+    assert "== skipped" in log and "touch db/late.sqlite" in log
+    assert not (out / "db" / "late.sqlite").exists()
