@@ -201,7 +201,8 @@ def _validate_arguments(sub) -> None:
 
     which.add_argument("--models", nargs="?", const="all", metavar="NAMES",
                        help="whole-model training steps instead of kernels: comma-separated models "
-                       f"({', '.join(MODEL_CATALOG)}) or all (the default)")
+                       f"({', '.join(MODEL_CATALOG)}) or all (the default); a model --storage already holds a "
+                       "record of for the same file, GPU and --rounds is not measured again")
     v.add_argument("--kernels", help="comma-separated kernels (default: the suite's, else the five tuned ones)")
     v.add_argument("--dtypes", help="comma-separated dtypes (default: the suite's, else bf16)")
     v.add_argument("--db", help="comma-separated databases with studies for the per-shape best found "

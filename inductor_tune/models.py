@@ -394,16 +394,44 @@ def summarize(data: Mapping[str, Any]) -> ModelResult:
     )
 
 
+def timing_record(rounds: int, steps: int) -> str:
+    """How a model's steps were timed, as its record keeps it (``timing_json``)."""
+    return json.dumps({"method": "CUDA events around each training step (forward, loss, backward)",
+                       "statistic": "median per round", "rounds": rounds, "steps_per_round": steps,
+                       "warmup_steps": WARMUP_STEPS, "interleaved": True, "order": "alternating",
+                       "profile": f"torch profiler, {PROFILE_STEPS} steps per variant alternating; "
+                                  "each kernel's median over them"})
+
+
+def recorded_models(store, gpu_key: str, heuristics_digest: str, rounds: int, steps: int) -> dict[str, dict]:
+    """The models ``store`` already holds a record of for the same file (by digest), GPU stack and timing, by name:
+    a run that a device call's limit stopped part way is finished by the same command, which measures only the rest
+    (stop 56 lost three measured models that way).  The latest record of a model counts, a failure included."""
+    gpu_id = store.gpu_id(gpu_key)
+    timing = timing_record(rounds, steps)
+    return {rec.kernel.removeprefix("model:"): json.loads(rec.result_json) for rec in store.validations()
+            if rec.kernel.startswith("model:") and (rec.gpu_id, rec.heuristics_digest, rec.timing_json)
+            == (gpu_id, heuristics_digest, timing)} if gpu_id is not None else {}
+
+
 def run_models(heuristics_path: str, names: Sequence[str], store, rounds: int = 5, *, steps: int = STEPS_PER_ROUND,
-               gpu: int = 0, timeout_s: float = MODEL_TIMEOUT_S, lock_dir: str = "/tmp", progress=None
-               ) -> list[ModelResult]:
-    """Measure each named model in a process of its own and store one validation record per model."""
+               gpu: int = 0, timeout_s: float = MODEL_TIMEOUT_S, lock_dir: str = "/tmp", progress=None,
+               gpu_key: str | None = None) -> list[ModelResult]:
+    """Measure each named model in a process of its own and store one validation record per model.  Given the
+    GPU's identity key, a model this storage already holds a record of (``recorded_models``) is not measured again."""
     from . import heuristics
 
     heur = heuristics.load(heuristics_path)
+    done = recorded_models(store, gpu_key, heur.digest(), rounds, steps) if gpu_key else {}
     results, gpu_id = [], None
     for name in names:
         spec = CATALOG[name]
+        if name in done:
+            log.info("%s: measured before in this storage with the same file, GPU and timing; not measured again", name)
+            results.append(summarize(done[name]))
+            if progress is not None:
+                progress.update(1)
+            continue
         hello, data = run_one(spec, heuristics_path, rounds, steps, gpu, timeout_s, lock_dir)
         if hello is not None:
             fp, ceiling = hello
@@ -416,11 +444,7 @@ def run_models(heuristics_path: str, names: Sequence[str], store, rounds: int = 
                 gpu_id=gpu_id, heuristics_path=heuristics_path, heuristics_digest=heur.digest(),
                 kernel=f"model:{name}", rows=spec.tokens, cols=spec.hidden, dtype="bf16", regressed=result.regressed,
                 result_json=json.dumps({**data, "summary": dataclasses.asdict(result)}),
-                timing_json=json.dumps({"method": "CUDA events around each training step (forward, loss, backward)",
-                                        "statistic": "median per round", "rounds": rounds, "steps_per_round": steps,
-                                        "warmup_steps": WARMUP_STEPS, "interleaved": True, "order": "alternating",
-                                        "profile": f"torch profiler, {PROFILE_STEPS} steps per variant alternating; "
-                                                   "each kernel's median over them"}),
+                timing_json=timing_record(rounds, steps),
             )
         results.append(result)
         if progress is not None:

@@ -286,6 +286,11 @@ class Store:
             return list(s.scalars(sa.select(CrossMeasureRecord).options(orm.joinedload(CrossMeasureRecord.gpu))
                                   .order_by(CrossMeasureRecord.id)))
 
+    def gpu_id(self, key: str) -> int | None:
+        """The id of the ``it_gpu`` row keyed ``key``, or None where this storage has none."""
+        with self.session() as s:
+            return s.scalar(sa.select(Gpu.id).where(Gpu.fingerprint == key))
+
     def upsert_gpu(self, gpu_identity: GpuIdentity, ceiling_gbps: float, key: str | None = None) -> int:
         """The id of the ``it_gpu`` row keyed ``key`` (default: the identity's key; a sweep's studies
         have one of their own), created with the identity's columns, its ceiling updated."""

@@ -1,6 +1,7 @@
 """`validate --models` on the CPU: the catalog, the plain layer stacks, the per-variant compiles, the
 summary, the records and the command line (the GPU run is tests/test_gpu_models.py)."""
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -380,6 +381,34 @@ def test_each_model_is_stored_as_one_validation_record(tmp_path, monkeypatch):
     fresh = Store(f"sqlite:///{tmp_path}/w.sqlite")
     (result,) = models.run_models("heuristics/h200.yaml", ["llama-4096"], fresh, rounds=2)
     assert result.status == "FAILED (worker): its process died" and fresh.validations() == []
+
+
+def test_a_stopped_run_measures_only_the_models_it_has_no_record_of(tmp_path, monkeypatch):
+    fp = GpuIdentity(name="NVIDIA H200", sm_count=132, compute_capability="9.0", memory_bytes=1, l2_bytes=1,
+                     cuda_driver="x", cuda_runtime="x", torch="2.11.0+cu130", triton="3.6.0")
+    other_gpu = dataclasses.replace(fp, torch="2.13.0+cu130")
+    measured = []
+
+    def run_one(spec, *a, **k):
+        measured.append(spec.name)
+        return (fp, 4000.0), {**_data([10.0, 10.0], [9.0, 9.0]), "model": spec.name}
+
+    monkeypatch.setattr(models, "run_one", run_one)
+    store = Store(f"sqlite:///{tmp_path}/v.sqlite")
+    models.run_models("heuristics/h200.yaml", ["llama-2048"], store, rounds=2, gpu_key=fp.key)
+    assert measured == ["llama-2048"]
+    again = models.run_models("heuristics/h200.yaml", ["llama-2048", "gpt2-1024"], store, rounds=2, gpu_key=fp.key)
+    assert measured == ["llama-2048", "gpt2-1024"]  # the record of llama-2048 answered for it
+    assert [r.name for r in again] == ["llama-2048", "gpt2-1024"] and again[0].ratio == pytest.approx(10 / 9)
+    assert len(store.validations()) == 2
+    # Another GPU stack, other rounds or another file measure again.
+    models.run_models("heuristics/h200.yaml", ["llama-2048"], store, rounds=2, gpu_key=other_gpu.key)
+    models.run_models("heuristics/h200.yaml", ["llama-2048"], store, rounds=3, gpu_key=fp.key)
+    models.run_models("heuristics/h100.yaml", ["llama-2048"], store, rounds=2, gpu_key=fp.key)
+    assert measured == ["llama-2048", "gpt2-1024"] + ["llama-2048"] * 3
+    # Without the GPU's key nothing is looked up.
+    models.run_models("heuristics/h200.yaml", ["gpt2-1024"], store, rounds=2)
+    assert measured[-1] == "gpt2-1024" and len(measured) == 6
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the death of a process that needs a GPU")
