@@ -19,6 +19,12 @@ each form for the shape's group would reach there, leaving the shape out of the 
   competes too where the kernel it generates at a shape is of that kind. Inductor autotunes this way already where
   its reduction hint is DEFAULT; the pick here is ideal, without the autotuner's own noise. ``safe``: only sets no
   slower than the default beyond 2 % at any shape of the rest; ``group+rows autotuned``: the same per row bucket too;
+* ``multi-kernel k``: k configs chosen for the group without the shape (greedily, as above) that Inductor's autotuner
+  times beside its own default at every shape, the persistent and the looped kernel alike, as Inductor's multi-kernel
+  builds and times both (only a fused mix-order backward's split must be the default's). The default always competes,
+  so this form is no slower than the default but for the autotuner's own noise, which the ideal pick here leaves out;
+* ``candidates' best``: the best config at the shape (of the default's split) among those a choice without it may
+  take (timed there and at half the rest of its group): what any choice from the measured candidates could reach;
 * with ``--rules FILE``: what that file's rule reaches at each shape, in sample where the file was fitted on them.
 
 No choice needs coverage the way `distill` does: each number estimates what its form could reach on this data with
@@ -108,9 +114,8 @@ def same_kernel(point, config) -> bool:
     """Whether Inductor's autotuner could time ``config`` beside its default at ``point``: one generated kernel
     (persistent or looped, and a fused mix-order kernel's split) takes configs of its own kind only."""
     default = point.inductor_default
-    split = re.search(r"split=(\d+)", default)
     return (default.startswith("persistent" if config.persistent else "looped")
-            and config.RSPLIT_SIZE == (int(split.group(1)) if split else None))
+            and config.RSPLIT_SIZE == split_of(default))
 
 
 def fastest(point, chosen: list) -> float | None:
@@ -154,6 +159,35 @@ def autotuned_ratio(point, others, k: int, safe: bool = False) -> float:
     return (fastest(point, chosen) if chosen else 1.0) / best_found(point)
 
 
+def split_of(default: str) -> int | None:
+    split = re.search(r"split=(\d+)", default)
+    return int(split.group(1)) if split else None
+
+
+def with_default(point, chosen: list) -> float:
+    """The speedup Inductor's autotuner reaches at ``point`` timing ``chosen`` of either kind (persistent, looped)
+    beside its default; a config of another split than the default's is another kernel, not timed."""
+    ratios, split = interleaved_ratios(point), split_of(point.inductor_default)
+    return max([1.0] + [ratios[c] for c in chosen if c in ratios and c.RSPLIT_SIZE == split])
+
+
+def multi_kernel(point, others, k: int) -> list:
+    """Up to ``k`` configs chosen one at a time over ``others`` for the best geometric mean of ``with_default``;
+    each must add to it."""
+    chosen: list = []
+
+    def score(configs):
+        return sum(math.log(with_default(q, configs) / best_found(q)) for q in others)
+
+    for _ in range(k):
+        left = [c for c in candidates(point, others) if c not in chosen]
+        best = max(left, key=lambda c: score([*chosen, c]), default=None)
+        if best is None or score([*chosen, best]) <= score(chosen):
+            break
+        chosen.append(best)
+    return chosen
+
+
 def group_key(point, by_rows: bool) -> tuple:
     return (*point.family, point.r_pow2) + ((point.x_pow2,) if by_rows else ())
 
@@ -185,6 +219,10 @@ def score_all(points, rules=None, k: int = 4, only: set[int] | None = None) -> l
             for n in AUTOTUNED:
                 row[f"{tuned} {n}"] = autotuned_ratio(p, others, n)
                 row[f"{tuned} {n}, safe"] = autotuned_ratio(p, others, n, safe=True)
+            for n in MULTI_KERNEL:
+                row[f"{label} multi-kernel {n}"] = with_default(p, multi_kernel(p, others, n)) / best_found(p)
+        group_rest = [q for q in groups[False][group_key(p, False)] if q is not p]
+        row["candidates' best"] = with_default(p, candidates(p, group_rest)) / best_found(p)
         row[f"nearest {k}, safe"] = loo_ratio(p, nearest(p, by_family[p.family], k), safe=True)
         if rules is not None:
             row["rules"] = rule_ratio(rules, p)
@@ -193,9 +231,12 @@ def score_all(points, rules=None, k: int = 4, only: set[int] | None = None) -> l
 
 
 AUTOTUNED = (2, 3)
+MULTI_KERNEL = (1, 3)
 SCHEMES = ("default", "group LOO", "group LOO, safe", "group+rows LOO", "group+rows LOO, safe", "nearest 4, safe",
            *(f"{label} {n}{safe}" for label in ("autotuned", "group+rows autotuned") for n in AUTOTUNED
-             for safe in ("", ", safe")), "rules")
+             for safe in ("", ", safe")),
+           *(f"{label} multi-kernel {n}" for label in ("group", "group+rows") for n in MULTI_KERNEL),
+           "candidates' best", "rules")
 
 
 def geomean(values) -> float:

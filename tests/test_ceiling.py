@@ -94,6 +94,26 @@ def test_a_safe_autotuned_set_is_no_slower_than_the_default_beyond_two_percent_o
     assert ceiling.autotuned_ratio(p, rest, 2, safe=True) == pytest.approx(1 / 1.3)
 
 
+def test_multi_kernel_times_either_kind_beside_the_default_but_only_the_defaults_split():
+    looped = "looped R0_BLOCK=2048 XBLOCK=1 warps=16"
+    p = shape(64, 3000, {WIDE: 1.3, LOOPED: 0.7}, default=looped)
+    assert ceiling.with_default(p, [WIDE]) == 1.3  # the persistent kernel is timed beside a looped default
+    assert ceiling.with_default(p, [LOOPED]) == 1.0  # a slower config never beats the default it is timed beside
+    assert ceiling.with_default(shape(64, 3000, {SPLIT16: 1.4}), [SPLIT16]) == 1.0  # another split: another kernel
+    mix = shape(64, 3000, {SPLIT16: 1.4}, default="persistent XBLOCK=1 warps=8 split=16 NUM_STAGES=1")
+    assert ceiling.with_default(mix, [SPLIT16]) == 1.4
+
+
+def test_multi_kernel_sets_add_configs_only_while_they_gain_on_the_rest():
+    p = shape(64, 3000, {WIDE: 1.3, NARROW: 1.2, LOOPED: 1.5})
+    rest = [shape(128, 3000, {WIDE: 1.5, NARROW: 1.0, LOOPED: 0.5}),
+            shape(256, 3000, {WIDE: 0.6, NARROW: 1.0, LOOPED: 1.45})]
+    assert ceiling.multi_kernel(p, rest, 1) == [WIDE]
+    # Unlike an autotuned set of one kind, the looped config joins: each gains where the other loses.
+    assert ceiling.multi_kernel(p, rest, 3) == [WIDE, LOOPED]  # NARROW adds nothing beside the default
+    assert ceiling.with_default(p, ceiling.multi_kernel(p, rest, 3)) / ceiling.best_found(p) == 1.0
+
+
 def test_nearest_shapes_are_by_log_rows_and_log_n_and_never_probes_or_the_shape_itself():
     p = shape(100, 1000, {})
     near, far, probe = shape(200, 1000, {}), shape(100, 8000, {}), shape(101, 1000, {}, probe=True)
@@ -118,6 +138,7 @@ def test_one_shape_per_line_from_a_fit_list(tmp_path):
     header, totals, default = out.splitlines()[:3]
     assert header.split()[0] == "all" and totals.split()[0] == "shapes" and int(totals.split()[1]) > 0
     assert default.split()[0] == "default" and "group+rows autotuned 3, safe" in out
+    assert "group+rows multi-kernel 3" in out and "candidates' best" in out
     assert (tmp_path / "c.csv").read_text().startswith("kernel,kind,shape,dtype,best_found,default,")
 
 
