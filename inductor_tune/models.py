@@ -403,6 +403,13 @@ def timing_record(rounds: int, steps: int) -> str:
                                   "each kernel's median over them"})
 
 
+def gpu_key(gpu: int) -> str:
+    """The identity key (``it_gpu.fingerprint``) of GPU ``gpu``, as its model processes report it."""
+    from .evaluate import gpu_identity
+
+    return gpu_identity(gpu).key
+
+
 def recorded_models(store, gpu_key: str, heuristics_digest: str, rounds: int, steps: int) -> dict[str, dict]:
     """The models ``store`` already holds a record of for the same file (by digest), GPU stack and timing, by name:
     a run that a device call's limit stopped part way is finished by the same command, which measures only the rest

@@ -119,12 +119,16 @@ def test_a_heuristic_file_for_another_gpu_is_one_line(gpu, tmp_path, monkeypatch
 
 
 def test_validate_models_stores_and_prints_a_row_per_model(gpu, tmp_path, monkeypatch, capsys):
+    measured = []
+
     def run_one(spec, heuristics_path, rounds, steps, gpu, timeout_s, lock_dir):
+        measured.append(spec.name)
         times = {models.DEFAULT: [10.0, 10.1, 10.0], models.RULES: [9.0, 9.1, 9.0]}
         return (H200, 4000.0), {"model": spec.name, "spec": dataclasses.asdict(spec), "tokens": spec.tokens,
                                 "implementation": "plain", "times": times}
 
     monkeypatch.setattr(models, "run_one", run_one)
+    monkeypatch.setattr(models, "gpu_key", lambda gpu: H200.key)
     monkeypatch.setattr(app_validate, "import_torch", lambda command: types.SimpleNamespace(
         cuda=types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1,
                                    get_device_properties=lambda i: _Pool.props)))
@@ -137,6 +141,11 @@ def test_validate_models_stores_and_prints_a_row_per_model(gpu, tmp_path, monkey
     assert out.rstrip().endswith(f"records stored in sqlite:///{storage}")
     assert {r.kernel for r in Store(f"sqlite:///{storage}", create=False).validations()} == {
         "model:llama-2048", "model:gpt2-1024"}
+    # The same command again (a device call's limit stopped it, say) measures only what it has no record of.
+    assert cli.main(["validate", "heuristics/h200.yaml", "--models", "llama-2048,gpt2-2048", "--rounds", "3",
+                     "--storage", str(storage), "--no-progress"]) == 0
+    assert measured == ["llama-2048", "gpt2-1024", "gpt2-2048"]
+    assert "llama-2048" in capsys.readouterr().out
 
 
 def test_a_tune_gpus_process_sends_back_its_one_line_error(tmp_path):

@@ -234,13 +234,11 @@ def validate_models(request: ModelsRequest) -> ModelsResult:
     _require_device(torch, heur, request.heuristics, request.gpu)
     from tqdm import tqdm
 
-    from ..evaluate import gpu_identity
-
     store = Store(storage, create=True)
     with tqdm(total=len(request.names), disable=not request.progress, unit="model", desc="validating") as bar:
         try:
             results = models.run_models(request.heuristics, list(request.names), store, request.rounds,
-                                        gpu=request.gpu, progress=bar, gpu_key=gpu_identity(request.gpu).key)
+                                        gpu=request.gpu, progress=bar, gpu_key=models.gpu_key(request.gpu))
         except models.ModelsError as exc:
             raise AppError(str(exc)) from None
     return ModelsResult(tuple(results), storage)
