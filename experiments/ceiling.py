@@ -221,8 +221,8 @@ def score_all(points, rules=None, k: int = 4, only: set[int] | None = None) -> l
                 row[f"{tuned} {n}, safe"] = autotuned_ratio(p, others, n, safe=True)
             for n in MULTI_KERNEL:
                 row[f"{label} multi-kernel {n}"] = with_default(p, multi_kernel(p, others, n)) / best_found(p)
-        group_rest = [q for q in groups[False][group_key(p, False)] if q is not p]
-        row["candidates' best"] = with_default(p, candidates(p, group_rest)) / best_found(p)
+            if not by_rows:
+                row["candidates' best"] = with_default(p, candidates(p, others)) / best_found(p)
         row[f"nearest {k}, safe"] = loo_ratio(p, nearest(p, by_family[p.family], k), safe=True)
         if rules is not None:
             row["rules"] = rule_ratio(rules, p)
