@@ -9,9 +9,10 @@
 # heuristics/h200.yaml (`changed_kernels.py --held-back`), span round SPAN over them (seed SEED), the refit from the
 # whole list (experiments/candidates/h200-sSTOP.yaml) and its one score on held-out set SET
 # (experiments/heldout/setSET-draw.json, db/heldoutSET.sqlite). crossmeasure and the gate run resume; the two fits are
-# not made again. Where the call's limit stops a step, copy what came back (the fits to experiments/candidates/, the
-# databases to db/) and run it again. An empty family list (the fill changed nothing) leaves no span round and no
-# refit: the shipped file stays.
+# not made again, and a fill whose fit without the span round is kept is not planned again (a resumed crossmeasure
+# with nothing left still spends about 120 s planning). Where the call's limit stops a step, copy what came back (the
+# fits to experiments/candidates/, the databases to db/) and run it again. An empty family list (the fill changed
+# nothing) leaves no span round and no refit: the shipped file stays.
 set -u
 stop=$1; fill=$2; span=$3; seed=$4; set=$5
 fits=experiments/fits; list=$fits/h200-s$stop.txt
@@ -23,8 +24,9 @@ head -n -1 $list > /tmp/h200-s$stop-prespan.txt
 # fit.sh reads a list's unsplit probes from the file beside it; the fit without the span round reads the same ones.
 [ ! -f ${list%.txt}.unsplit ] || cp ${list%.txt}.unsplit /tmp/h200-s$stop-prespan.unsplit
 BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
-  "python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 --max-configs 4 --rounds 3 --no-progress \
-   --avoid-draw $AV --storage db/crossmeasure-s$stop-fill$fill.sqlite && touch /tmp/fill$fill-done" \
+  "[ -f $prespan ] || python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 --max-configs 4 \
+   --rounds 3 --no-progress --avoid-draw $AV --storage db/crossmeasure-s$stop-fill$fill.sqlite \
+   && touch /tmp/fill$fill-done" \
   "[ -f $prespan ] || { [ -f /tmp/fill$fill-done ] && bash $fits/fit.sh /tmp/h200-s$stop-prespan.txt $prespan; } \
    && cp $prespan \$OUT/ && python3 $fits/changed_kernels.py heuristics/h200.yaml $prespan --held-back \
    | grep . | tee /tmp/fams" \
