@@ -26,8 +26,8 @@ from .runtime.installation import ENV_VAR, Installation, device_matches, install
 from .runtime.registry import applied_rules, installed_digest  # noqa: F401
 from .runtime.rulefile import _overlap, gpu_problem, load, parse, text_problem  # noqa: F401
 from .runtime.rules import (  # noqa: F401
-    FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, MixAutotuneSpec, RuleSpec, UnsplitSpec,
-    mix_autotune_dict, rule_dict, unsplit_dict,
+    FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, MixAutotuneSpec, MultiKernelSpec, RuleSpec,
+    UnsplitSpec, mix_autotune_dict, multi_kernel_dict, rule_dict, unsplit_dict,
 )
 from .space import DEFAULT_FLAGS, INDUCTOR_DEFAULT, KernelSlot, SlotConfig, TrialConfig, slot_violations  # noqa: F401
 
@@ -133,6 +133,13 @@ def _mix_autotune_entry(spec) -> dict[str, Any]:
     return entry
 
 
+def _multi_kernel_entry(spec) -> dict[str, Any]:
+    entry = multi_kernel_dict(spec)
+    entry["rows"], entry["cols"] = _FlowList(entry["rows"]), _FlowList(entry["cols"])
+    entry["configs"] = [_Flow(c) for c in entry["configs"]]
+    return entry
+
+
 def to_yaml(heur: Heuristics) -> str:
     rules = []
     for rule in heur.rules:
@@ -147,6 +154,7 @@ def to_yaml(heur: Heuristics) -> str:
         "rules": rules,
         **({"unsplit": [_unsplit_entry(u) for u in heur.unsplit]} if heur.unsplit else {}),
         **({"mix_autotune": [_mix_autotune_entry(m) for m in heur.mix_autotune]} if heur.mix_autotune else {}),
+        **({"multi_kernel": [_multi_kernel_entry(m) for m in heur.multi_kernel]} if heur.multi_kernel else {}),
         "not_covered": list(heur.not_covered),
         "provenance": dict(heur.provenance),
         "holdout": _flow_rows(heur.holdout),

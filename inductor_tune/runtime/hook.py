@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch._inductor.choices import InductorChoices
 
-from . import fallback, mix_autotune, registry, torch_rules, versions
+from . import fallback, mix_autotune, multi_kernel, registry, torch_rules, versions
 from .launch import SlotConfig
 from .versions import SUPPORTED_TORCH  # noqa: F401  (the tuner's name for it)
 
@@ -72,6 +72,9 @@ def apply_rules(features, groups, kernel_kwargs):
     # Inductor forces the persistent choice where only one works (sort; torch 2.14's strict multi-row sums);
     # a rule must not undo it.  The mix-order kernel is forced persistent too, and its rules keep that.
     if not mix and "override_persistent_reduction" in kernel_kwargs:
+        return kernel_kwargs
+    # A multi-kernel entry comes first: Inductor builds the entry's configs beside its own kernel (multi_kernel).
+    if not mix and multi_kernel.covering(features, groups, kernel_kwargs) is not None:
         return kernel_kwargs
     try:
         rule = torch_rules.rule_for_features(features, mix, table)

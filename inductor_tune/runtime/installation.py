@@ -23,13 +23,14 @@ ENV_VAR = "INDUCTOR_TUNE_HEURISTICS"
 
 
 def _wrapped_functions() -> tuple[tuple[Any, str], ...]:
-    """What ``install`` wraps: the mix-order split, and the compile and kernel naming the fallback guards."""
+    """What ``install`` wraps: the mix-order split, the compile and kernel naming the fallback guards, and the
+    kernels Inductor builds for one reduction (the multi-kernel entries add theirs)."""
     from torch._inductor import compile_fx
     from torch._inductor.codegen.simd import SIMDScheduling
     from torch._inductor.codegen.triton import TritonScheduling
 
     return ((SIMDScheduling, "_codegen_mix_order_reduction"), (compile_fx, "fx_codegen_and_compile"),
-            (TritonScheduling, "define_kernel"))
+            (TritonScheduling, "define_kernel"), (TritonScheduling, "add_multi_kernel_choices"))
 
 
 def device_matches(heur: Heuristics, props: Any) -> bool:
@@ -130,15 +131,24 @@ def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
         from .mix_autotune import lookup_table
 
         mix_autotune = (lookup_table(heur.mix_autotune, table.gpu, table.capability, table.sm_count), heur.mix_autotune)
-    registry.set_installed(table, heur.digest(), mix_autotune)
+    multi_kernel = None
+    if heur.multi_kernel:
+        from . import multi_kernel as multi_kernel_entries
+
+        multi_kernel = (multi_kernel_entries.lookup_table(heur.multi_kernel, table.gpu, table.capability,
+                                                          table.sm_count), heur.multi_kernel)
+    registry.set_installed(table, heur.digest(), mix_autotune, multi_kernel)
     inductor_config.inductor_choices_class = InductorTuneChoices
-    wrappers = (mix_split_wrapper, fallback.guard_compile, fallback.guard_define_kernel)
+    from .multi_kernel import choices_wrapper
+
+    wrappers = (mix_split_wrapper, fallback.guard_compile, fallback.guard_define_kernel, choices_wrapper)
     for (owner, name), wrap in zip(_wrapped_functions(), wrappers):
         if not hasattr(getattr(owner, name), "__inductor_tune_original__"):
             setattr(owner, name, wrap(getattr(owner, name)))
     drop_cached_choices()
     log.info("inductor_tune heuristics for %s installed: %d config rules, %d unsplit rules, %d split-autotune "
-             "entries (%s)", target, len(table.rules), len(table.unsplit), len(heur.mix_autotune), heur.digest())
+             "entries, %d multi-kernel entries (%s)", target, len(table.rules), len(table.unsplit),
+             len(heur.mix_autotune), len(heur.multi_kernel), heur.digest())
     return handle
 
 

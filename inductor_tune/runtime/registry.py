@@ -31,6 +31,8 @@ _TABLE: torch_rules.Table | None = None
 _DIGEST: str | None = None
 # (lookup table, entries) of the installed file's split-autotune entries (``mix_autotune``), or None.
 _MIX_AUTOTUNE: tuple | None = None
+# (lookup table, entries) of the installed file's multi-kernel entries (``multi_kernel``), or None.
+_MULTI_KERNEL: tuple | None = None
 # One line per kernel a rule was forced into in this process (validate tells touched problems by it).
 _APPLIED: list[str] = []
 
@@ -53,11 +55,13 @@ def planner() -> Planner | None:
     return _PLANNER
 
 
-def set_installed(table: torch_rules.Table | None, digest: str | None, mix_autotune: tuple | None = None) -> None:
+def set_installed(table: torch_rules.Table | None, digest: str | None, mix_autotune: tuple | None = None,
+                  multi_kernel: tuple | None = None) -> None:
     """Called by ``installation.install`` and ``Installation.uninstall`` (None: no rules)."""
-    global _TABLE, _DIGEST, _MIX_AUTOTUNE
+    global _TABLE, _DIGEST, _MIX_AUTOTUNE, _MULTI_KERNEL
     _TABLE, _DIGEST = table, digest if table is not None else None
     _MIX_AUTOTUNE = mix_autotune if table is not None else None
+    _MULTI_KERNEL = multi_kernel if table is not None else None
 
 
 def installed_table() -> torch_rules.Table | None:
@@ -66,6 +70,10 @@ def installed_table() -> torch_rules.Table | None:
 
 def installed_mix_autotune() -> tuple | None:
     return _MIX_AUTOTUNE
+
+
+def installed_multi_kernel() -> tuple | None:
+    return _MULTI_KERNEL
 
 
 def installed_digest() -> str | None:

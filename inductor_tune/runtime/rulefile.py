@@ -17,7 +17,8 @@ import yaml
 from . import torch_rules
 from .launch import LAUNCH_FIELDS, POW2_FIELDS, STAGE_FIELDS, KernelSlot, SlotConfig, slot_violations
 from .rules import (
-    FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, MixAutotuneSpec, RuleSpec, UnsplitSpec,
+    FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, MixAutotuneSpec, MultiKernelSpec, RuleSpec,
+    UnsplitSpec,
 )
 
 
@@ -158,8 +159,9 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         rules.append(rule)
     unsplit = _parse_unsplit(doc.get("unsplit") or [], gpu, source)
     mix_autotune = _parse_mix_autotune(doc.get("mix_autotune") or [], source)
+    multi_kernel = _parse_multi_kernel(doc.get("multi_kernel") or [], source)
     return Heuristics(gpu, tuple(rules), provenance=provenance, holdout=holdout, not_covered=tuple(not_covered),
-                      unsplit=unsplit, mix_autotune=mix_autotune)
+                      unsplit=unsplit, mix_autotune=mix_autotune, multi_kernel=multi_kernel)
 
 
 # Inductor splits an inner reduction only when it has fewer than 2 x SMs outputs and is longer than this
@@ -231,6 +233,46 @@ def _parse_mix_autotune(entries: Any, source: str) -> tuple[MixAutotuneSpec, ...
                     and (not other.kernels or not kernels or set(other.kernels) & set(kernels)):
                 raise HeuristicsError(f"{where}: overlaps mix_autotune[{j}]")
         out.append(MixAutotuneSpec(rows, cols, element_size, multi_stages, min_split, margin, up_only, kernels,
+                                   _parse_evidence(entry.get("evidence") or {}, where)))
+    return tuple(out)
+
+
+# Each config is one more kernel Inductor compiles and times at the kernel's first run.
+MAX_MULTI_KERNEL_CONFIGS = 8
+
+
+def _parse_multi_kernel(entries: Any, source: str) -> tuple[MultiKernelSpec, ...]:
+    if not isinstance(entries, list):
+        raise HeuristicsError(f"{source}: `multi_kernel` must be a list")
+    out: list[MultiKernelSpec] = []
+    for i, entry in enumerate(entries):
+        where = f"{source}: multi_kernel[{i}]"
+        if not isinstance(entry, dict) or set(entry) - {"kind", "rows", "cols", "element_size", "configs", "kernels",
+                                                         "evidence"}:
+            raise HeuristicsError(f"{where}: must be a mapping of kind, rows, cols, element_size, configs, evidence "
+                                  "and optional kernels")
+        kind = _need(entry, "kind", where, str)
+        if kind not in ("inner_persistent", "inner_looped"):
+            raise HeuristicsError(f"{where}: kind {kind!r} is neither 'inner_persistent' nor 'inner_looped'")
+        rows = _span(_need(entry, "rows", where, list), f"{where}: rows")
+        cols = _span(_need(entry, "cols", where, list), f"{where}: cols")
+        element_size = _need(entry, "element_size", where, int)
+        if element_size not in (1, 2, 4, 8):
+            raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+        configs = _need(entry, "configs", where, list)
+        if not 1 <= len(configs) <= MAX_MULTI_KERNEL_CONFIGS:
+            raise HeuristicsError(f"{where}: configs must hold 1 to {MAX_MULTI_KERNEL_CONFIGS} configs")
+        pow2 = (torch_rules.next_pow2(cols[0]), torch_rules.next_pow2(cols[1]))
+        parsed = tuple(_parse_config(c, kind, pow2, f"{where}: configs[{j}]") for j, c in enumerate(configs))
+        if len(set(parsed)) != len(parsed):
+            raise HeuristicsError(f"{where}: configs repeat")
+        kernels = _unsplit_kernels(entry["kernels"], where) if "kernels" in entry else ()
+        for j, other in enumerate(out):
+            if (other.kind, other.element_size) == (kind, element_size) and _overlap(other.rows, rows) \
+                    and _overlap(other.cols, cols) and (not other.kernels or not kernels
+                                                        or set(other.kernels) & set(kernels)):
+                raise HeuristicsError(f"{where}: overlaps multi_kernel[{j}]")
+        out.append(MultiKernelSpec(kind, element_size, rows, cols, parsed, kernels,
                                    _parse_evidence(entry.get("evidence") or {}, where)))
     return tuple(out)
 

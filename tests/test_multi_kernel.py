@@ -1,0 +1,128 @@
+"""Multi-kernel entries (`multi_kernel` in a heuristic file): Inductor builds its own kernel and one more per
+config of the entry that covers a kernel, and times them at first run; on the CPU harness the wrapper code shows
+the kernels built.  Bad entries fail in one line."""
+
+import dataclasses
+import functools
+import os
+import re
+import types
+
+import distill_fixtures as fx
+import pytest
+import torch
+import yaml
+
+import inductor_tune
+from inductor_tune import cpu_codegen, heuristics, kernels
+from inductor_tune.heuristics import HeuristicsError, MultiKernelSpec, SlotConfig
+from inductor_tune.runtime import installation, registry, rulefile
+
+H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
+H200 = types.SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132)
+RMS_8192x4096 = [((8192, 4096), torch.bfloat16), ((4096,), torch.float32)]
+FIXED = re.compile(r"@triton_heuristics\.fixed_config\(\s*config=(\{[^}]*\})")
+PERSISTENT = SlotConfig(True, 2, 8)
+LOOPED = SlotConfig(False, 1, 8, R0_BLOCK=1024, num_stages=1)
+RMS_FWD = kernels.get_kernel("rmsnorm_fwd")
+ENTRY = MultiKernelSpec("inner_looped", 2, (4096, 16384), (4000, 4096), (PERSISTENT, LOOPED),
+                        (("sum", RMS_FWD.envelope),))
+
+
+@functools.lru_cache(maxsize=1)
+def _h200() -> heuristics.Heuristics:
+    return heuristics.load(H200_FILE)
+
+
+def _heur(*entries, rules=()) -> heuristics.Heuristics:
+    return dataclasses.replace(_h200(), rules=rules, unsplit=(), mix_autotune=(), multi_kernel=entries)
+
+
+@pytest.fixture
+def on_h200(monkeypatch):
+    monkeypatch.setattr(installation, "_current_device_props", lambda: H200)
+
+
+def _multi_kernel_calls(src: str) -> list:
+    return re.findall(r"async_compile\.multi_kernel\(", src)
+
+
+def test_an_entry_adds_its_configs_beside_inductors_kernel_where_it_covers_it(on_h200):
+    fn = RMS_FWD.build(torch.float32)
+    with inductor_tune.install(_heur(ENTRY)) as handle:
+        assert handle.active
+        (src,) = cpu_codegen.generate_sources(fn, RMS_8192x4096)
+        # Inductor's own looped kernel, free to autotune as always, and one kernel per config, forced.
+        assert len(_multi_kernel_calls(src)) == 1 and "@triton_heuristics.reduction(" in src
+        assert sorted(FIXED.findall(src)) == sorted(repr(c.fixed_config()) for c in ENTRY.configs)
+        assert any(line.startswith("multi-kernel inner_looped") for line in registry.applied_rules())
+        # Outside the entry's measured rows, and at another element size: Inductor's kernel alone.
+        for inputs in ([((3000, 4096), torch.bfloat16), ((4096,), torch.float32)],
+                       [((8192, 4096), torch.float32), ((4096,), torch.float32)]):
+            (src,) = cpu_codegen.generate_sources(fn, inputs)
+            assert not _multi_kernel_calls(src) and not FIXED.findall(src)
+    (src,) = cpu_codegen.generate_sources(fn, RMS_8192x4096)
+    assert not _multi_kernel_calls(src) and not FIXED.findall(src)  # uninstalled: Inductor's alone
+
+
+def test_an_entry_comes_before_a_config_rule_and_the_rule_applies_outside_it(on_h200):
+    fn = RMS_FWD.build(torch.float32)
+    ruled = _h200().lookup("inner_looped", 2, 4096, 8192, "sum", RMS_FWD.envelope)
+    assert ruled is not None and ruled.config is not None and ruled.config not in ENTRY.configs
+    with inductor_tune.install(_heur(ENTRY, rules=(ruled,))):
+        (src,) = cpu_codegen.generate_sources(fn, RMS_8192x4096)
+        assert len(_multi_kernel_calls(src)) == 1
+        assert sorted(FIXED.findall(src)) == sorted(repr(c.fixed_config()) for c in ENTRY.configs)
+        outside = dataclasses.replace(ENTRY, rows=(4096, 6000))
+    with inductor_tune.install(_heur(outside, rules=(ruled,))):
+        (src,) = cpu_codegen.generate_sources(fn, RMS_8192x4096)
+    assert not _multi_kernel_calls(src) and FIXED.findall(src) == [repr(ruled.config.fixed_config())]
+
+
+def test_an_entry_names_the_kernels_it_covers(on_h200):
+    other = dataclasses.replace(ENTRY, kernels=(("sum", RMS_FWD.envelope.replace("row_reads=1", "row_reads=2")),))
+    with inductor_tune.install(_heur(other)):
+        (src,) = cpu_codegen.generate_sources(RMS_FWD.build(torch.float32), RMS_8192x4096)
+    assert not _multi_kernel_calls(src)
+
+
+def test_entries_round_trip_and_leave_the_digest_of_files_without_them(tmp_path):
+    heur = _heur(ENTRY)
+    path = str(tmp_path / "h.yaml")
+    heuristics.dump(heur, path)
+    back = heuristics.load(path)
+    assert back.multi_kernel == (ENTRY,) and back.digest() == heur.digest()
+    assert heur.digest() != _heur().digest()
+    assert _h200().digest().startswith("14d54925")  # the shipped file has no entries and kept its digest
+
+
+def _doc_with(entry) -> dict:
+    doc = yaml.safe_load(heuristics.to_yaml(_heur(ENTRY)))
+    doc["multi_kernel"] = [entry] if entry is not None else "not a list"
+    return doc
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"kind": "outer"}, "neither 'inner_persistent' nor 'inner_looped'"),
+    ({"configs": []}, "configs must hold 1 to 8 configs"),
+    ({"configs": [{"persistent": True, "XBLOCK": 2, "num_warps": 8}] * 2}, "configs repeat"),
+    ({"configs": [{"persistent": False, "XBLOCK": 3, "num_warps": 8, "R0_BLOCK": 1024}]}, "not a positive power"),
+    ({"element_size": 3}, "element_size 3 is not 1, 2, 4 or 8"),
+    ({"rows": [10, 5]}, "rows"),
+    ({"launch": "now"}, "must be a mapping of kind, rows"),
+])
+def test_bad_entries_fail_in_one_line(change, message):
+    entry = yaml.safe_load(heuristics.to_yaml(_heur(ENTRY)))["multi_kernel"][0]
+    entry.update(change)
+    with pytest.raises(HeuristicsError, match=re.escape(message)) as err:
+        rulefile.parse(_doc_with(entry), "h.yaml")
+    assert "\n" not in str(err.value) and str(err.value).startswith("h.yaml: ")
+
+
+def test_overlapping_entries_and_a_non_list_are_refused():
+    doc = _doc_with(None)
+    with pytest.raises(HeuristicsError, match="`multi_kernel` must be a list"):
+        rulefile.parse(doc, "h.yaml")
+    doc = yaml.safe_load(heuristics.to_yaml(_heur(ENTRY, dataclasses.replace(ENTRY, cols=(4096, 4096)))))
+    with pytest.raises(HeuristicsError, match=re.escape("multi_kernel[1]: overlaps multi_kernel[0]")):
+        rulefile.parse(doc, "h.yaml")
