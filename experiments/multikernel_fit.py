@@ -106,6 +106,29 @@ def fit_entries(points, rules, k: int, min_gain: float, min_shapes: int):
     return entries, report
 
 
+def entry_at(entries, point):
+    kind, element_size, reductions, envelope = point.family
+    return next((e for e in entries if (e.kind, e.element_size) == (kind, element_size)
+                 and (not e.kernels or (reductions, envelope) in e.kernels)
+                 and e.rows[0] <= point.rows <= e.rows[1] and e.cols[0] <= point.cols <= e.cols[1]), None)
+
+
+def in_sample(points, rules, entries) -> list[str]:
+    """Per kind of kernel, over the studied shapes where the file's choice was timed: the geometric mean of the ratio
+    to the best found of the file alone and with its entries (an entry first, its ideal pick), in sample."""
+    ratios = collections.defaultdict(list)
+    for p in points:
+        alone = ceiling.rule_ratio(rules, p) if not p.probe and ceiling.interleaved_ratios(p) else None
+        if alone is None:
+            continue
+        entry = entry_at(entries, p)
+        both = alone if entry is None else ceiling.with_default(p, list(entry.configs)) / ceiling.best_found(p)
+        for key in ("all", p.kind):
+            ratios[key].append((alone, both))
+    return [f"in sample, {key}: {len(pairs)} shapes, the file {ceiling.geomean(a for a, _ in pairs):.3f}, with its "
+            f"entries {ceiling.geomean(b for _, b in pairs):.3f}" for key, pairs in sorted(ratios.items())]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("fit_list")
@@ -121,6 +144,7 @@ def main(argv=None):
     entries, report = fit_entries(points, base.rules, args.k, args.min_gain, args.min_shapes)
     heuristics.dump(dataclasses.replace(base, multi_kernel=tuple(entries)), args.out)
     written = load(args.out)
+    report += in_sample(points, list(base.rules), entries)
     sys.stdout.write("\n".join(report) + f"\n{args.out}: {written.digest()[:8]}, {len(entries)} multi-kernel entries "
                      f"with {sum(len(e.configs) for e in entries)} configs over {base.digest()[:8]}\n")
 

@@ -163,12 +163,18 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
 
 
 def _not_carried(heur: Heuristics) -> str:
-    """A line saying what of the file the patch leaves out, or ''.  The split-autotune entries (``mix_autotune``)
+    """Lines saying what of the file the patch leaves out, or ''.  The split-autotune entries (``mix_autotune``)
     need a hook around Inductor's split autotuner that the patched sources do not have yet; without them the patched
     torch keeps Inductor's own split there, as ``install`` does outside the entries."""
-    count = len(heur.mix_autotune)
-    return (f"Not in this patch: the file's {count} split-autotune entries (mix_autotune); inductor_tune.install "
-            "applies them, and here Inductor keeps its own split for those kernels.\n") if count else ""
+    count, entries = len(heur.mix_autotune), len(heur.multi_kernel)
+    split = (f"Not in this patch: the file's {count} split-autotune entries (mix_autotune); inductor_tune.install "
+             "applies them, and here Inductor keeps its own split for those kernels.\n") if count else ""
+    # A multi-kernel entry needs a hook around TritonScheduling.add_multi_kernel_choices (runtime/multi_kernel.py)
+    # that the patched sources do not have yet; without it the file's config rules apply there, as they do where no
+    # entry covers a kernel.
+    return split + (f"Not in this patch: the file's {entries} multi-kernel entries (multi_kernel); "
+                    "inductor_tune.install applies them, and here the config rules and Inductor's own configs apply "
+                    "to those kernels.\n" if entries else "")
 
 
 def _plain(text: str) -> str:

@@ -192,6 +192,10 @@ def test_both_graphs_of_each_variant_compile_under_its_install_state():
     # Timed on a busy CPU, so either verdict may come out; no failure may.
     assert result.failure_stage is None and result.status in ("ok", "REGRESSED")
     assert result.default_rounds == tuple(data["times"][DEFAULT])
+    # Each variant's compile and first steps are timed, and the table shows both.
+    assert (result.compile_s_default, result.compile_s_rules) == (data["compile_s"][DEFAULT], data["compile_s"][RULES])
+    assert all(s > 0 for s in data["compile_s"].values())
+    assert f"{result.compile_s_default:.0f} -> {result.compile_s_rules:.0f}" in models.render([result])
 
 
 @pytest.mark.parametrize("fail, stage", [(("bw", True), "rules compile"), (("fw", False), "default compile")])
@@ -352,6 +356,9 @@ def test_failures_and_regressions_render_on_one_line_each():
     failed = models.summarize({**_data([], []), "failure": {"stage": "rules compile", "reason": "OutOfResources: smem"}})
     text = models.render([ok, failed])
     lines = text.splitlines()
+    # A record made before compiles were timed has no compile seconds, and still renders (report_html reads them).
+    old = {k: v for k, v in dataclasses.asdict(ok).items() if not k.startswith("compile_s")}
+    assert models.ModelResult(**old).compile_s_rules is None and "compile s" in lines[0]
     assert len(lines) == 4 and lines[0].split()[:3] == ["model", "impl", "tokens"]
     assert "1.111 [1.111-1.111]" in lines[2] and lines[2].endswith("ok")
     assert lines[3].endswith("COMPILE FAILED: OutOfResources: smem") and " - " in lines[3]

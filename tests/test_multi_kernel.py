@@ -126,3 +126,11 @@ def test_overlapping_entries_and_a_non_list_are_refused():
     doc = yaml.safe_load(heuristics.to_yaml(_heur(ENTRY, dataclasses.replace(ENTRY, cols=(4096, 4096)))))
     with pytest.raises(HeuristicsError, match=re.escape("multi_kernel[1]: overlaps multi_kernel[0]")):
         rulefile.parse(doc, "h.yaml")
+
+
+def test_a_patch_says_it_leaves_the_entries_out():
+    from inductor_tune import patch
+
+    module = patch.rules_module(_heur(ENTRY), torch.__version__)
+    assert "Not in this patch: the file's 1 multi-kernel entries (multi_kernel)" in module
+    assert "Not in this patch" not in patch.rules_module(_heur(), torch.__version__)

@@ -7,12 +7,12 @@
 # (the fill's and the span round's databases, in that order), the fit of that list without its span line
 # (experiments/candidates/h200-sSTOP-prespan.yaml) and the families it changes or newly holds back against the shipped
 # heuristics/h200.yaml (`changed_kernels.py --held-back`), span round SPAN over them (seed SEED), the refit from the
-# whole list (experiments/candidates/h200-sSTOP.yaml) and its one score on held-out set SET
-# (experiments/heldout/setSET-draw.json, db/heldoutSET.sqlite). crossmeasure and the gate run resume; the two fits are
-# not made again, and a fill whose fit without the span round is kept is not planned again (a resumed crossmeasure
-# with nothing left still spends about 120 s planning). Where the call's limit stops a step, copy what came back (the
-# fits to experiments/candidates/, the databases to db/) and run it again. An empty family list (the fill changed
-# nothing) leaves no span round and no refit: the shipped file stays.
+# whole list (experiments/candidates/h200-sSTOP.yaml) and its one score (with MULTI_KERNEL, that of the refit with
+# entries) on held-out set SET (experiments/heldout/setSET-draw.json, db/heldoutSET.sqlite). crossmeasure and the
+# gate run resume; the fits are not made again, and a fill whose fit without the span round is kept is not planned
+# again (a resumed crossmeasure with nothing left still spends about 120 s planning). Where the call's limit stops a
+# step, copy what came back (the fits to experiments/candidates/, the databases to db/) and run it again. An empty
+# family list (the fill changed nothing) leaves no span round and no refit: the shipped file stays.
 set -u
 stop=$1; fill=$2; span=$3; seed=$4; set=$5
 fits=experiments/fits; list=$fits/h200-s$stop.txt
@@ -23,6 +23,14 @@ prespan=experiments/candidates/h200-s$stop-prespan.yaml; cand=experiments/candid
 head -n -1 $list > /tmp/h200-s$stop-prespan.txt
 # fit.sh reads a list's unsplit probes from the file beside it; the fit without the span round reads the same ones.
 [ ! -f ${list%.txt}.unsplit ] || cp ${list%.txt}.unsplit /tmp/h200-s$stop-prespan.unsplit
+# With MULTI_KERNEL=k the refit gets multi-kernel entries of up to k configs per size group from the same list
+# (experiments/multikernel_fit.py, experiments/candidates/h200-sSTOP-mkK.yaml), and that file is the one scored.
+scored=$cand; mk_step=()
+if [ -n "${MULTI_KERNEL:-}" ]; then
+  scored=${cand%.yaml}-mk$MULTI_KERNEL.yaml
+  mk_step=("[ -f $scored ] || { [ -f $cand ] && PYTHONPATH=experiments python3 experiments/multikernel_fit.py $list \
+   $cand $scored --k $MULTI_KERNEL; } && cp $scored \$OUT/")
+fi
 BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
   "[ -f $prespan ] || python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 --max-configs 4 \
    --rounds 3 --no-progress --avoid-draw $AV --storage db/crossmeasure-s$stop-fill$fill.sqlite \
@@ -34,5 +42,6 @@ BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
    --edge-probes 1 --seed $seed --rounds 3 --no-progress --avoid-draw $AV \
    --storage db/crossmeasure-s$stop-span$span.sqlite && touch /tmp/span$span-done" \
   "[ -f $cand ] || { [ -f /tmp/span$span-done ] && bash $fits/fit.sh $list $cand; } && cp $cand \$OUT/" \
-  "[ -f $cand ] && python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/set$set-draw.json \
-   --rounds 3 --storage sqlite:///db/heldout$set.sqlite"
+  "${mk_step[@]}" \
+  "[ -f $scored ] && python3 -m inductor_tune validate $scored --no-progress \
+   --draw experiments/heldout/set$set-draw.json --rounds 3 --storage sqlite:///db/heldout$set.sqlite"
