@@ -14,8 +14,8 @@ crossmeasure noise) over the default in the geometric mean over the group's shap
 rules at the group's shapes are chosen first and the rest added up to k (``--k``, or as many as those rules).
 The fit reads only the fit list's databases; no held-out data enters it.
 
-Usage: python3 experiments/multikernel_fit.py FIT_LIST BASE.yaml OUT.yaml [--k 3] [--gpu H200] [--min-gain 1.02]
-       [--min-shapes 3]
+Usage: python3 experiments/multikernel_fit.py FIT_LIST BASE.yaml OUT.yaml [--k 3] [--gpu H200] [--candidates-from GPU]
+       [--min-gain 1.02] [--min-shapes 3]
 """
 
 import argparse
@@ -136,11 +136,13 @@ def main(argv=None):
     parser.add_argument("out")
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--gpu", default="H200")
+    parser.add_argument("--candidates-from", help="the GPU whose studies frame this GPU's crossmeasure records "
+                        "(as distill --candidates-from)")
     parser.add_argument("--min-gain", type=float, default=1.02)
     parser.add_argument("--min-shapes", type=int, default=3)
     args = parser.parse_args(argv)
     base = load(args.base)
-    points = fit_loo.load(args.fit_list, args.gpu, None)
+    points = fit_loo.load(args.fit_list, args.gpu, args.candidates_from)
     entries, report = fit_entries(points, base.rules, args.k, args.min_gain, args.min_shapes)
     heuristics.dump(dataclasses.replace(base, multi_kernel=tuple(entries)), args.out)
     written = load(args.out)
