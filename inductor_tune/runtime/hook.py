@@ -21,7 +21,7 @@ import torch
 from torch._inductor.choices import InductorChoices
 
 from . import fallback, mix_autotune, multi_kernel, registry, torch_rules, versions
-from .launch import SlotConfig
+from .launch import SlotConfig, force_config
 from .versions import SUPPORTED_TORCH  # noqa: F401  (the tuner's name for it)
 
 log = logging.getLogger(__name__)
@@ -46,18 +46,6 @@ def check_torch_supported(version: str | None = None) -> None:
         raise UnsupportedTorch(
             f"torch {torch.__version__} lacks InductorChoices.triton_kernel_kwargs or FixedTritonConfig"
         )
-
-
-def force_config(kernel_kwargs: dict[str, Any], cfg: SlotConfig, mix_order: bool) -> dict[str, Any]:
-    """The TritonKernel kwargs that make Inductor emit ``cfg`` (installed rules and tuning plans alike)."""
-    from torch._inductor.codegen.triton import FixedTritonConfig
-
-    kernel_kwargs = dict(kernel_kwargs)
-    kernel_kwargs["fixed_config"] = FixedTritonConfig(cfg.fixed_config())
-    kernel_kwargs["override_cooperative_reduction"] = False
-    if not mix_order:  # Inductor asserts the mix-order kernel is persistent; it is forced already
-        kernel_kwargs["override_persistent_reduction"] = cfg.persistent
-    return kernel_kwargs
 
 
 def apply_rules(features, groups, kernel_kwargs):

@@ -1,9 +1,9 @@
 """Launch configs forced onto reduction kernels, and the limits that make one illegal.
 
 Both sides use these: a rule file's config is a ``SlotConfig`` checked by ``slot_violations`` when
-the file is read (``rulefile``) and forced by the hook (``hook.force_config``), and the tuner's
-search space (``space``) samples the same configs under the same limits.  They live in the runtime
-so that reading a rule file needs neither Optuna nor the search space.
+the file is read (``rulefile``) and forced into a kernel by ``force_config`` (the hook and the multi-kernel
+entries), and the tuner's search space (``space``) samples the same configs under the same limits.  They live in
+the runtime so that reading a rule file needs neither Optuna nor the search space.
 """
 
 from __future__ import annotations
@@ -143,3 +143,15 @@ def slot_violations(slot: KernelSlot, cfg: SlotConfig) -> list[str]:
         elif cfg.XBLOCK * cfg.R0_BLOCK > MAX_TILE_ELEMENTS:
             reasons.append(f"tile XBLOCK*R0_BLOCK={cfg.XBLOCK * cfg.R0_BLOCK} exceeds {MAX_TILE_ELEMENTS}")
     return reasons
+
+
+def force_config(kernel_kwargs: dict[str, Any], cfg: SlotConfig, mix_order: bool) -> dict[str, Any]:
+    """The TritonKernel kwargs that make Inductor emit ``cfg`` (installed rules and tuning plans alike)."""
+    from torch._inductor.codegen.triton import FixedTritonConfig
+
+    kernel_kwargs = dict(kernel_kwargs)
+    kernel_kwargs["fixed_config"] = FixedTritonConfig(cfg.fixed_config())
+    kernel_kwargs["override_cooperative_reduction"] = False
+    if not mix_order:  # Inductor asserts the mix-order kernel is persistent; it is forced already
+        kernel_kwargs["override_persistent_reduction"] = cfg.persistent
+    return kernel_kwargs

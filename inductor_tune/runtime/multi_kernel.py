@@ -22,6 +22,7 @@ import functools
 import logging
 
 from . import fallback, registry, torch_rules
+from .launch import force_config
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +91,6 @@ def choices_wrapper(original):
         found = covering(kernel_kwargs.get("features"), kernel_args, kernel_kwargs) if len(kernels) == 1 else None
         if found is None:
             return kernels
-        from .hook import force_config
-
         spec, rule, envelope = found
         added = []
         for cfg in spec.configs:

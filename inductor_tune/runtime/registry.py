@@ -21,7 +21,7 @@ class Planner(Protocol):
         """What the plan forces, for the graph caches' keys (torch 2.13 asks the hook's ``uuid``)."""
 
     def kernel_kwargs(self, hook: Any, features: Any, groups: Any, kernel_kwargs: dict) -> dict | None:
-        """The TritonKernel kwargs for one kernel (``runtime.hook.force_config`` makes them force a
+        """The TritonKernel kwargs for one kernel (``runtime.launch.force_config`` makes them force a
         config), or None to leave the kernel to the installed rules.  ``hook`` is the choices object
         asking (``InductorTuneChoices``), for Inductor's own decisions."""
 
