@@ -1,7 +1,6 @@
 """experiments/multikernel_fit.py: multi-kernel entries fitted per size group, kept only where they hold up on the
 shapes they were not chosen on, seeded with the configs of the rules they come before."""
 
-import importlib.util
 import sys
 import types
 from pathlib import Path
@@ -9,10 +8,9 @@ from pathlib import Path
 from inductor_tune.heuristics import Evidence, RuleSpec
 from inductor_tune.runtime.launch import SlotConfig
 
+# The script imports ceiling and fit_loo from its own folder, as running it does.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
-spec = importlib.util.spec_from_file_location("multikernel_fit", "experiments/multikernel_fit.py")
-fit = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(fit)
+import multikernel_fit as fit  # noqa: E402
 
 WIDE = SlotConfig(persistent=True, XBLOCK=1, num_warps=16)
 NARROW = SlotConfig(persistent=True, XBLOCK=4, num_warps=4)

@@ -21,6 +21,7 @@ import math
 from typing import Iterator
 
 from . import torch_rules
+from .rules import entry_table
 
 log = logging.getLogger(__name__)
 
@@ -29,18 +30,8 @@ MULTI_STAGES = "triton.mix_order_reduction_allow_multi_stages"
 
 
 def lookup_table(specs, gpu: str, capability: int, sm_count: int) -> torch_rules.Table:
-    """The entries as mix_order rules for ``torch_rules.mix_order_split_size``, each rule's RSPLIT_SIZE holding
-    its entry's index + 1 (the config fields are unused: no config of these rules is ever forced)."""
-    rules = []
-    for index, spec in enumerate(specs, start=1):
-        rnumel = (torch_rules.next_pow2(spec.cols[0]), torch_rules.next_pow2(spec.cols[1]))
-        xnumel = (torch_rules.next_pow2(spec.rows[0]), torch_rules.next_pow2(spec.rows[1]))
-        for signature, envelope in spec.kernels or ((None, None),):
-            rules.append(torch_rules.Rule(
-                kind="mix_order", element_size=spec.element_size, rnumel=rnumel, xnumel=xnumel, persistent=True,
-                XBLOCK=1, num_warps=1, RSPLIT_SIZE=index, reductions=signature,
-                envelopes=(envelope,) if envelope else (), rows=tuple(spec.rows), cols=tuple(spec.cols)))
-    return torch_rules.Table(gpu, capability, sm_count, tuple(rules))
+    """The entries as mix_order rules for ``torch_rules.mix_order_split_size`` (``rules.entry_table``)."""
+    return entry_table(specs, gpu, capability, sm_count, lambda spec: "mix_order", persistent=True)
 
 
 def entry_for(node, numel, rnumel, installed):

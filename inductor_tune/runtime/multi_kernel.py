@@ -23,23 +23,15 @@ import logging
 
 from . import fallback, registry, torch_rules
 from .launch import force_config
+from .rules import entry_table
 
 log = logging.getLogger(__name__)
 
 
 def lookup_table(specs, gpu: str, capability: int, sm_count: int) -> torch_rules.Table:
-    """The entries as launch rules for ``torch_rules.lookup``, each rule's RSPLIT_SIZE holding its entry's index + 1
-    (the config fields are unused: the entry's configs are forced one kernel each, never this rule's)."""
-    rules = []
-    for index, spec in enumerate(specs, start=1):
-        rnumel = (torch_rules.next_pow2(spec.cols[0]), torch_rules.next_pow2(spec.cols[1]))
-        xnumel = (torch_rules.next_pow2(spec.rows[0]), torch_rules.next_pow2(spec.rows[1]))
-        for signature, envelope in spec.kernels or ((None, None),):
-            rules.append(torch_rules.Rule(
-                kind=spec.kind, element_size=spec.element_size, rnumel=rnumel, xnumel=xnumel, persistent=False,
-                XBLOCK=1, num_warps=1, RSPLIT_SIZE=index, reductions=signature,
-                envelopes=(envelope,) if envelope else (), rows=tuple(spec.rows), cols=tuple(spec.cols)))
-    return torch_rules.Table(gpu, capability, sm_count, tuple(rules))
+    """The entries as launch rules for ``torch_rules.lookup`` (``rules.entry_table``; their configs are forced one
+    kernel each, never these rules')."""
+    return entry_table(specs, gpu, capability, sm_count, lambda spec: spec.kind, persistent=False)
 
 
 def entry_for(features, installed):

@@ -50,6 +50,13 @@ def _need(mapping: Any, key: str, where: str, types) -> Any:
     return value
 
 
+def _element_size(mapping: Any, where: str) -> int:
+    element_size = _need(mapping, "element_size", where, int)
+    if element_size not in (1, 2, 4, 8):
+        raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+    return element_size
+
+
 def _pow2_range(value: Any, where: str) -> tuple[int, int]:
     ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
     if not ok or not all(v > 0 and v & (v - 1) == 0 for v in value) or value[0] > value[1]:
@@ -122,9 +129,7 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
         kind = _need(r, "kind", where, str)
         if kind not in KINDS:
             raise HeuristicsError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
-        element_size = _need(r, "element_size", where, int)
-        if element_size not in (1, 2, 4, 8):
-            raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+        element_size = _element_size(r, where)
         reductions = r.get("reductions")
         if reductions is not None and not _is_signature(reductions):
             raise HeuristicsError(f"{where}: reductions {reductions!r} is not like 'sum' or 'sum+sum@backward' "
@@ -190,9 +195,7 @@ def _parse_unsplit(entries: Any, gpu: GpuSpec, source: str) -> tuple[UnsplitSpec
         if ("config" in entry) != ("element_size" in entry) or ("kernels" in entry and "config" not in entry):
             raise HeuristicsError(f"{where}: a config needs its element_size, and an element_size or kernels a config")
         if "config" in entry:
-            element_size = _need(entry, "element_size", where, int)
-            if element_size not in (1, 2, 4, 8):
-                raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+            element_size = _element_size(entry, where)
             pow2 = (torch_rules.next_pow2(cols[0]), torch_rules.next_pow2(cols[1]))
             cfg = _parse_config(entry["config"], "inner_looped", pow2, where)
             kernels = _unsplit_kernels(entry["kernels"], where) if "kernels" in entry else ()
@@ -213,9 +216,7 @@ def _parse_mix_autotune(entries: Any, source: str) -> tuple[MixAutotuneSpec, ...
                                   "multi_stages, min_split, margin, up_only and kernels")
         rows = _span(_need(entry, "rows", where, list), f"{where}: rows")
         cols = _span(_need(entry, "cols", where, list), f"{where}: cols")
-        element_size = _need(entry, "element_size", where, int)
-        if element_size not in (1, 2, 4, 8):
-            raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+        element_size = _element_size(entry, where)
         multi_stages, up_only = entry.get("multi_stages", False), entry.get("up_only", False)
         if not isinstance(multi_stages, bool) or not isinstance(up_only, bool):
             raise HeuristicsError(f"{where}: multi_stages and up_only must be true or false")
@@ -256,9 +257,7 @@ def _parse_multi_kernel(entries: Any, source: str) -> tuple[MultiKernelSpec, ...
             raise HeuristicsError(f"{where}: kind {kind!r} is neither 'inner_persistent' nor 'inner_looped'")
         rows = _span(_need(entry, "rows", where, list), f"{where}: rows")
         cols = _span(_need(entry, "cols", where, list), f"{where}: cols")
-        element_size = _need(entry, "element_size", where, int)
-        if element_size not in (1, 2, 4, 8):
-            raise HeuristicsError(f"{where}: element_size {element_size} is not 1, 2, 4 or 8")
+        element_size = _element_size(entry, where)
         configs = _need(entry, "configs", where, list)
         if not 1 <= len(configs) <= MAX_MULTI_KERNEL_CONFIGS:
             raise HeuristicsError(f"{where}: configs must hold 1 to {MAX_MULTI_KERNEL_CONFIGS} configs")

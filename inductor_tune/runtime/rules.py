@@ -251,6 +251,22 @@ class Heuristics:
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
+def entry_table(specs, gpu: str, capability: int, sm_count: int, kind, persistent: bool) -> torch_rules.Table:
+    """A file's entries (split-autotune or multi-kernel) as launch rules for ``torch_rules.lookup``, one per kernel
+    the entry names, each rule's RSPLIT_SIZE holding its entry's index + 1: the lookup finds the entry, and no config
+    of these rules is ever forced.  ``kind`` gives a spec's rule kind."""
+    rules = []
+    for index, spec in enumerate(specs, start=1):
+        rnumel = (torch_rules.next_pow2(spec.cols[0]), torch_rules.next_pow2(spec.cols[1]))
+        xnumel = (torch_rules.next_pow2(spec.rows[0]), torch_rules.next_pow2(spec.rows[1]))
+        for signature, envelope in spec.kernels or ((None, None),):
+            rules.append(torch_rules.Rule(
+                kind=kind(spec), element_size=spec.element_size, rnumel=rnumel, xnumel=xnumel, persistent=persistent,
+                XBLOCK=1, num_warps=1, RSPLIT_SIZE=index, reductions=signature,
+                envelopes=(envelope,) if envelope else (), rows=tuple(spec.rows), cols=tuple(spec.cols)))
+    return torch_rules.Table(gpu, capability, sm_count, tuple(rules))
+
+
 def launch_rule(kind: str, element_size: int, rnumel, xnumel, cfg: SlotConfig, reductions, envelopes, rows,
                 cols, aligned_cols=(), odd_hull=()) -> torch_rules.Rule:
     """One config as torch_rules consults it (a persistent kernel takes the whole row and one stage)."""
