@@ -134,3 +134,31 @@ def test_a_patch_says_it_leaves_the_entries_out():
     module = patch.rules_module(_heur(ENTRY), torch.__version__)
     assert "Not in this patch: the file's 1 multi-kernel entries (multi_kernel)" in module
     assert "Not in this patch" not in patch.rules_module(_heur(), torch.__version__)
+
+
+def test_an_entry_config_that_breaks_the_compile_is_dropped_and_the_kernel_compiles_without_it(on_h200, caplog,
+                                                                                                monkeypatch):
+    from torch._inductor.codegen.triton import TritonKernel
+
+    from inductor_tune.runtime import torch_rules
+
+    original = TritonKernel.codegen_kernel
+    broken = repr(LOOPED.fixed_config())
+
+    def codegen_kernel(self, *args, **kwargs):
+        # As Triton reports a config that needs more shared memory than the GPU has.
+        if repr(getattr(getattr(self, "fixed_config", None), "config", None)) == broken:
+            raise RuntimeError("No valid triton configs. OutOfResources: out of resource: shared memory")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(TritonKernel, "codegen_kernel", codegen_kernel)
+    torch_rules._UNFIT.clear()
+    try:
+        with inductor_tune.install(_heur(ENTRY)), caplog.at_level("WARNING", logger="inductor_tune"):
+            (src,) = cpu_codegen.generate_sources(RMS_FWD.build(torch.float32), RMS_8192x4096)
+    finally:
+        torch_rules._UNFIT.clear()
+    # The retried compile has Inductor's kernel alone, and one warning names the entry.
+    assert not _multi_kernel_calls(src) and not FIXED.findall(src)
+    (warning,) = [r.getMessage() for r in caplog.records if "does not fit kernel" in r.getMessage()]
+    assert "multi-kernel inner_looped elem=2B rows 4096..16384" in warning and "out of resource" in warning

@@ -42,13 +42,15 @@ class Applied:
     envelope: str | None
     fixed: Any  # the FixedTritonConfig handed to the kernel, to find the kernel's name by identity
     kernel: str | None = None
+    label: str | None = None  # how the warning names it (None: the rule's own description)
 
 
-def record(rule, envelope: str | None, fixed: Any) -> None:
-    """Called where a rule is applied (``hook.apply_rules``), inside a guarded compile."""
+def record(rule, envelope: str | None, fixed: Any, label: str | None = None) -> None:
+    """Called where a rule is applied (``hook.apply_rules``, a multi-kernel entry's kernels), inside a guarded
+    compile."""
     applied = getattr(_STATE, "applied", None)
     if applied is not None:
-        applied.append(Applied(rule, envelope, fixed))
+        applied.append(Applied(rule, envelope, fixed, label=label))
 
 
 def guard_define_kernel(original):
@@ -124,10 +126,16 @@ def _disable_failed(applied: list[Applied], exc: BaseException) -> bool:
         suspects = unfinished
     else:
         return False
+    warned = set()
     for a in suspects:
+        # A multi-kernel entry records each of its kernels; it is one rule, dropped and named once.
+        if (torch_rules.rule_key(a.rule), a.envelope) in warned:
+            continue
+        warned.add((torch_rules.rule_key(a.rule), a.envelope))
         torch_rules.mark_unfit(a.rule, a.envelope)
-        log.warning("inductor_tune: rule %s does not fit kernel %s (%s); that kernel keeps Inductor's own configs",
-                    torch_rules.describe_rule(a.rule), a.kernel or "(unnamed)", _first_line(text))
+        log.warning("inductor_tune: rule %s does not fit kernel %s (%s); that kernel %s",
+                    a.label or torch_rules.describe_rule(a.rule), a.kernel or "(unnamed)", _first_line(text),
+                    "is built without it from now on" if a.label else "keeps Inductor's own configs")
     return True
 
 

@@ -88,7 +88,7 @@ def choices_wrapper(original):
         for cfg in spec.configs:
             forced = force_config(kernel_kwargs, cfg, False)
             added.append(self.kernel_type(*kernel_args, **forced))
-            fallback.record(rule, envelope, forced["fixed_config"])
+            fallback.record(rule, envelope, forced["fixed_config"], f"multi-kernel {spec.describe()}")
         for other in added:
             # As Inductor's own multi-kernel: every kernel keeps the buffers a looped one needs, so that all take
             # the same arguments, and persistent kernels are generated last for that to hold.
