@@ -12,7 +12,7 @@ own noise; what it costs is compile time (one more kernel per config) and the ti
 before a config rule that covers the same kernel; its fit includes that rule's config among its own.
 
 A config whose kernel fails to compile fails the compile like a forced config rule; ``fallback`` recompiles the
-graph without the entry for that kernel, which then keeps Inductor's kernel alone.  The lookup is torch_rules' own,
+graph without the entry for that kernel, which then gets a config rule's config or Inductor's own.  The lookup is torch_rules' own,
 so an entry keys on what a config rule keys on.  A patched torch (``inductor-tune patch``) carries no entries.
 """
 
@@ -60,12 +60,12 @@ def covering(features, groups, kernel_kwargs):
     # A config Inductor forced, and a kind it forced (sort), stay as they are.
     if kernel_kwargs.get("fixed_config") is not None or "override_persistent_reduction" in kernel_kwargs:
         return None
-    from torch._inductor.virtualized import V
-
-    # The C++ wrapper (AOTInductor) launches each kernel by name and cannot pick among several at run time.
-    if getattr(V.graph, "cpp_wrapper", False):
-        return None
     try:
+        from torch._inductor.virtualized import V
+
+        # The C++ wrapper (AOTInductor) launches each kernel by name and cannot pick among several at run time.
+        if getattr(V.graph, "cpp_wrapper", False):
+            return None
         return entry_for(features, installed)
     except Exception as exc:  # a lookup failure must never break a user's compile
         log.debug("multi-kernel lookup failed, keeping Inductor's kernel: %s", exc)

@@ -190,7 +190,8 @@ class MultiKernelSpec:
     beyond the timing's own noise, and a config that is slower than the default at some shapes of its group, which
     a forced config rule must not be, can still win where it is faster (stop 56's estimate on the training data:
     0.978-0.993 of the best found at inner reductions with 3 configs per group, against 0.924-0.974 for the
-    files).  A config rule that matches the kernel comes first."""
+    files).  An entry comes before a config rule that matches the same kernel; its fit keeps that rule's config
+    among its own."""
 
     kind: str  # inner_persistent | inner_looped
     element_size: int
