@@ -28,7 +28,7 @@ head -n -1 $list > /tmp/h200-s$stop-prespan.txt
 scored=$cand; mk_step=()
 if [ -n "${MULTI_KERNEL:-}" ]; then
   scored=${cand%.yaml}-mk$MULTI_KERNEL.yaml
-  mk_step=("[ -f $scored ] || { [ -f $cand ] && PYTHONPATH=experiments python3 experiments/multikernel_fit.py $list \
+  mk_step=("[ -f $scored ] || { [ -f $cand ] && python3 experiments/multikernel_fit.py $list \
    $cand $scored --k $MULTI_KERNEL; } && cp $scored \$OUT/")
 fi
 BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
