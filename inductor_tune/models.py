@@ -182,6 +182,26 @@ def kernels_changed(default_choice: Sequence[Mapping], rules_choice: Sequence[Ma
     return changed
 
 
+class _NotInstalled(RuntimeError):
+    """The rules' variant found its file not installed here (another GPU)."""
+
+
+def _compile_steps(run, variant: str, heur, install: Callable, device: str) -> float:
+    """The variant's first steps under its install state, which compile its graphs; their seconds.  They are where a
+    multi-kernel entry's kernels are built and timed.  The rules' compile comes second and finds the kernels it
+    shares with the default's in Triton's on-disk cache."""
+    from . import model_blocks
+
+    started = time.perf_counter()
+    with install(heur) if variant == RULES else contextlib.nullcontext() as handle:
+        if handle is not None and not handle.active:
+            raise _NotInstalled(handle.reason)
+        for _ in range(COMPILE_STEPS):
+            run.step()
+        model_blocks.synchronize(device)
+    return round(time.perf_counter() - started, 2)
+
+
 def measure_model(spec: ModelSpec, heur, rounds: int = 5, steps: int = STEPS_PER_ROUND, *, device: str = "cuda",
                   dtype: str = "bf16", backend: Any = "inductor", impl: str = "auto", seed: int = 0,
                   install: Callable | None = None, lock=None, on_stage: Callable[[str], None] = lambda stage: None,
@@ -223,19 +243,12 @@ def measure_model(spec: ModelSpec, heur, rounds: int = 5, steps: int = STEPS_PER
         on_stage(_COMPILE_STAGE[variant])
         before = evaluate._autotuner_ids() if inductor else set()
         mark = len(applied_rules())
-        started = time.perf_counter()
         try:
-            with install(heur) if variant == RULES else contextlib.nullcontext() as handle:
-                if handle is not None and not handle.active:
-                    return _failed(out, "setup", RuntimeError(handle.reason))
-                for _ in range(COMPILE_STEPS):
-                    run.step()
-                model_blocks.synchronize(device)
+            out["compile_s"][variant] = _compile_steps(run, variant, heur, install, device)
+        except _NotInstalled as exc:
+            return _failed(out, "setup", RuntimeError(str(exc)))
         except Exception as exc:
             return _failed(out, _COMPILE_STAGE[variant], exc)
-        # The compiles and the first steps, where a multi-kernel entry's kernels are built and timed. The rules'
-        # compile comes second and finds the kernels it shares with the default's in Triton's on-disk cache.
-        out["compile_s"][variant] = round(time.perf_counter() - started, 2)
         choices_made[variant] = json.loads(evaluate.inductor_choices_made(before)) if inductor else []
         if variant == RULES:
             # What the rules did, as runtime.hook.apply_rules logged it (final configs can also differ
