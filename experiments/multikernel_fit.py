@@ -107,10 +107,7 @@ def fit_entries(points, rules, k: int, min_gain: float, min_shapes: int):
 
 
 def entry_at(entries, point):
-    kind, element_size, reductions, envelope = point.family
-    return next((e for e in entries if (e.kind, e.element_size) == (kind, element_size)
-                 and (not e.kernels or (reductions, envelope) in e.kernels)
-                 and e.rows[0] <= point.rows <= e.rows[1] and e.cols[0] <= point.cols <= e.cols[1]), None)
+    return next((e for e in entries if e.covers(*point.family, point.rows, point.cols)), None)
 
 
 def in_sample(points, rules, entries) -> list[str]:

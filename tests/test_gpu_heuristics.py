@@ -58,8 +58,7 @@ def test_install_changes_a_rule_shape_and_leaves_a_keep_default_shape_alone(ship
         rows, cols = shape_in(rule)
         envelope = next(iter(rule.envelopes), None)
         # A multi-kernel entry comes before a config rule: there the kernel is built with several configs.
-        entry = any(e.kind == rule.kind and e.element_size == rule.element_size and e.rows[0] <= rows <= e.rows[1]
-                    and e.cols[0] <= cols <= e.cols[1] and (not e.kernels or (rule.reductions, envelope) in e.kernels)
+        entry = any(e.covers(rule.kind, rule.element_size, rule.reductions, envelope, rows, cols)
                     for e in heur.multi_kernel)
         return not entry and heur.lookup(rule.kind, rule.element_size, cols, rows, rule.reductions, envelope) == rule
 

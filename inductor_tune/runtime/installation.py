@@ -131,17 +131,13 @@ def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
         from .mix_autotune import lookup_table
 
         mix_autotune = (lookup_table(heur.mix_autotune, table.gpu, table.capability, table.sm_count), heur.mix_autotune)
-    multi_kernel = None
-    if heur.multi_kernel:
-        from . import multi_kernel as multi_kernel_entries
+    from . import multi_kernel
 
-        multi_kernel = (multi_kernel_entries.lookup_table(heur.multi_kernel, table.gpu, table.capability,
-                                                          table.sm_count), heur.multi_kernel)
-    registry.set_installed(table, heur.digest(), mix_autotune, multi_kernel)
+    entries = (multi_kernel.lookup_table(heur.multi_kernel, table.gpu, table.capability, table.sm_count),
+               heur.multi_kernel) if heur.multi_kernel else None
+    registry.set_installed(table, heur.digest(), mix_autotune, entries)
     inductor_config.inductor_choices_class = InductorTuneChoices
-    from .multi_kernel import choices_wrapper
-
-    wrappers = (mix_split_wrapper, fallback.guard_compile, fallback.guard_define_kernel, choices_wrapper)
+    wrappers = (mix_split_wrapper, fallback.guard_compile, fallback.guard_define_kernel, multi_kernel.choices_wrapper)
     for (owner, name), wrap in zip(_wrapped_functions(), wrappers):
         if not hasattr(getattr(owner, name), "__inductor_tune_original__"):
             setattr(owner, name, wrap(getattr(owner, name)))

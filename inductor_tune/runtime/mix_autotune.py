@@ -31,7 +31,7 @@ MULTI_STAGES = "triton.mix_order_reduction_allow_multi_stages"
 
 def lookup_table(specs, gpu: str, capability: int, sm_count: int) -> torch_rules.Table:
     """The entries as mix_order rules for ``torch_rules.mix_order_split_size`` (``rules.entry_table``)."""
-    return entry_table(specs, gpu, capability, sm_count, lambda spec: "mix_order", persistent=True)
+    return entry_table(specs, gpu, capability, sm_count, "mix_order", persistent=True)
 
 
 def entry_for(node, numel, rnumel, installed):

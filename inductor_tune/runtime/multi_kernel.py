@@ -12,8 +12,9 @@ own noise; what it costs is compile time (one more kernel per config) and the ti
 before a config rule that covers the same kernel; its fit includes that rule's config among its own.
 
 A config whose kernel fails to compile fails the compile like a forced config rule; ``fallback`` recompiles the
-graph without the entry for that kernel, which then gets a config rule's config or Inductor's own.  The lookup is torch_rules' own,
-so an entry keys on what a config rule keys on.  A patched torch (``inductor-tune patch``) carries no entries.
+graph without the entry for that kernel, which then gets a config rule's config or Inductor's own.  The lookup is
+torch_rules' own, so an entry keys on what a config rule keys on.  A patched torch (``inductor-tune patch``) carries
+no entries.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 def lookup_table(specs, gpu: str, capability: int, sm_count: int) -> torch_rules.Table:
     """The entries as launch rules for ``torch_rules.lookup`` (``rules.entry_table``; their configs are forced one
     kernel each, never these rules')."""
-    return entry_table(specs, gpu, capability, sm_count, lambda spec: spec.kind, persistent=False)
+    return entry_table(specs, gpu, capability, sm_count, None, persistent=False)
 
 
 def entry_for(features, installed):

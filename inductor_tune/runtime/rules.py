@@ -202,6 +202,14 @@ class MultiKernelSpec:
     kernels: tuple[tuple[str, str], ...] = ()
     evidence: Evidence = Evidence()
 
+    def covers(self, kind: str, element_size: int, reductions: str | None, envelope: str | None, rows: int,
+               cols: int) -> bool:
+        """Whether the entry covers a kernel of these actual rows and reduction length (its spans bound the pow2
+        ranges the runtime's lookup also checks)."""
+        return ((self.kind, self.element_size) == (kind, element_size)
+                and (not self.kernels or (reductions, envelope) in self.kernels)
+                and self.rows[0] <= rows <= self.rows[1] and self.cols[0] <= cols <= self.cols[1])
+
     def describe(self) -> str:
         which = f" for {len(self.kernels)} kernel(s)" if self.kernels else ""
         sizes = f"rows {self.rows[0]}..{self.rows[1]} r={self.cols[0]}..{self.cols[1]}"
@@ -252,18 +260,19 @@ class Heuristics:
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-def entry_table(specs, gpu: str, capability: int, sm_count: int, kind, persistent: bool) -> torch_rules.Table:
+def entry_table(specs, gpu: str, capability: int, sm_count: int, kind: str | None, persistent: bool,
+                ) -> torch_rules.Table:
     """A file's entries (split-autotune or multi-kernel) as launch rules for ``torch_rules.lookup``, one per kernel
     the entry names, each rule's RSPLIT_SIZE holding its entry's index + 1: the lookup finds the entry, and no config
-    of these rules is ever forced.  ``kind`` gives a spec's rule kind."""
+    of these rules is ever forced.  ``kind``: the rules' kind (None: each spec's own)."""
     rules = []
     for index, spec in enumerate(specs, start=1):
         rnumel = (torch_rules.next_pow2(spec.cols[0]), torch_rules.next_pow2(spec.cols[1]))
         xnumel = (torch_rules.next_pow2(spec.rows[0]), torch_rules.next_pow2(spec.rows[1]))
         for signature, envelope in spec.kernels or ((None, None),):
             rules.append(torch_rules.Rule(
-                kind=kind(spec), element_size=spec.element_size, rnumel=rnumel, xnumel=xnumel, persistent=persistent,
-                XBLOCK=1, num_warps=1, RSPLIT_SIZE=index, reductions=signature,
+                kind=kind or spec.kind, element_size=spec.element_size, rnumel=rnumel, xnumel=xnumel,
+                persistent=persistent, XBLOCK=1, num_warps=1, RSPLIT_SIZE=index, reductions=signature,
                 envelopes=(envelope,) if envelope else (), rows=tuple(spec.rows), cols=tuple(spec.cols)))
     return torch_rules.Table(gpu, capability, sm_count, tuple(rules))
 
