@@ -23,14 +23,17 @@ ENV_VAR = "INDUCTOR_TUNE_HEURISTICS"
 
 
 def _wrapped_functions() -> tuple[tuple[Any, str], ...]:
-    """What ``install`` wraps: the mix-order split, the compile and kernel naming the fallback guards, and the
-    kernels Inductor builds for one reduction (the multi-kernel entries add theirs)."""
+    """What ``install`` wraps: the mix-order split, the compile and kernel naming the fallback guards, the
+    kernels Inductor builds for one reduction (the multi-kernel entries add theirs) and how it times them
+    (``pick``)."""
     from torch._inductor import compile_fx
+    from torch._inductor.codegen.multi_kernel import MultiKernelCall
     from torch._inductor.codegen.simd import SIMDScheduling
     from torch._inductor.codegen.triton import TritonScheduling
 
     return ((SIMDScheduling, "_codegen_mix_order_reduction"), (compile_fx, "fx_codegen_and_compile"),
-            (TritonScheduling, "define_kernel"), (TritonScheduling, "add_multi_kernel_choices"))
+            (TritonScheduling, "define_kernel"), (TritonScheduling, "add_multi_kernel_choices"),
+            (MultiKernelCall, "benchmark_sub_kernels"))
 
 
 def device_matches(heur: Heuristics, props: Any) -> bool:
@@ -131,13 +134,14 @@ def install(heuristics: "str | os.PathLike | Heuristics") -> Installation:
         from .mix_autotune import lookup_table
 
         mix_autotune = (lookup_table(heur.mix_autotune, table.gpu, table.capability, table.sm_count), heur.mix_autotune)
-    from . import multi_kernel
+    from . import multi_kernel, pick
 
     entries = (multi_kernel.lookup_table(heur.multi_kernel, table.gpu, table.capability, table.sm_count),
                heur.multi_kernel) if heur.multi_kernel else None
     registry.set_installed(table, heur.digest(), mix_autotune, entries)
     inductor_config.inductor_choices_class = InductorTuneChoices
-    wrappers = (mix_split_wrapper, fallback.guard_compile, fallback.guard_define_kernel, multi_kernel.choices_wrapper)
+    wrappers = (mix_split_wrapper, fallback.guard_compile, fallback.guard_define_kernel, multi_kernel.choices_wrapper,
+                pick.benchmark_wrapper)
     for (owner, name), wrap in zip(_wrapped_functions(), wrappers):
         if not hasattr(getattr(owner, name), "__inductor_tune_original__"):
             setattr(owner, name, wrap(getattr(owner, name)))

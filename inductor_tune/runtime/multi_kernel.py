@@ -4,11 +4,11 @@ A forced config rule must not be slower than Inductor's default beyond noise at 
 config that wins 2-3x at most shapes of a group and loses at one is not adopted (set 48's softmax_bwd 71581x1182:
 2.865x the default was found, and the group's best candidate kept the default for a loss elsewhere).  An entry
 keeps Inductor's kernel and adds one kernel per config of the entry, each with its config forced
-(``FixedTritonConfig``); Inductor's ``MultiKernel`` times them all at the kernel's first run and keeps the fastest,
-as ``triton.multi_kernel`` does with a persistent kernel and its looped twin (torch 2.11-2.14:
-``TritonScheduling.add_multi_kernel_choices`` returns the list of kernels that ``codegen_node_schedule`` builds and
-wraps).  The default always competes, so an entry cannot make a kernel slower than Inductor's beyond the timing's
-own noise; what it costs is compile time (one more kernel per config) and the timing at first run.  An entry comes
+(``FixedTritonConfig``); Inductor's ``MultiKernel`` builds them all, as ``triton.multi_kernel`` does with a
+persistent kernel and its looped twin (torch 2.11-2.14: ``TritonScheduling.add_multi_kernel_choices`` returns the
+list of kernels that ``codegen_node_schedule`` builds and wraps), and at the kernel's first run ``pick`` times them
+and keeps Inductor's unless another wins every round beyond the noise band.  What an entry costs is compile time
+(one more kernel per config) and that timing at first run.  An entry comes
 before a config rule that covers the same kernel; its fit includes that rule's config among its own.
 
 A config whose kernel fails to compile fails the compile like a forced config rule; ``fallback`` recompiles the
