@@ -94,3 +94,40 @@ def test_install_times_entries_here_and_uninstall_gives_the_timing_back(monkeypa
         assert handle.active
         assert MultiKernelCall.benchmark_sub_kernels.__inductor_tune_original__ is original
     assert MultiKernelCall.benchmark_sub_kernels is original
+
+
+def _launcher(name, spills=0):
+    def launch(*args, **kwargs):
+        return name
+
+    launch.config, launch.n_spills = name, spills
+    return launch
+
+
+def _own_kernel(*launchers):
+    return types.SimpleNamespace(launchers=list(launchers), inductor_meta={},
+                                 precompile=lambda: pytest.fail("precompiled a kernel that has its launchers"))
+
+
+def test_inductors_own_kernel_keeps_its_fastest_candidate_by_median_and_leaves_spilling_ones_out():
+    slow, fast, spilling = _launcher("slow"), _launcher("fast"), _launcher("spilling", spills=40)
+    # One noisy round of the slow candidate would win Inductor's least-of-timings; the median does not take it.
+    times = {"slow": iter([0.5, 1.0, 1.0]), "fast": iter([0.8, 0.8, 0.8]), "spilling": iter([0.1, 0.1, 0.1])}
+    kernel = _own_kernel(slow, fast, spilling)
+    seen = []
+
+    def time_one(launch):
+        name = launch()
+        seen.append((name, launch.keywords))
+        return next(times[name])
+
+    pick.settle_own(kernel, ("buf0",), {"stream": 7}, time_one)
+    assert kernel.launchers == [fast]
+    assert {name for name, _ in seen} == {"slow", "fast"} and all(kw == {"stream": 7} for _, kw in seen)
+
+
+def test_a_kernel_with_one_candidate_is_left_as_it_is():
+    only = _launcher("only")
+    kernel = _own_kernel(only)
+    pick.settle_own(kernel, (), {}, lambda launch: pytest.fail("timed a kernel with one candidate"))
+    assert kernel.launchers == [only]

@@ -4,15 +4,18 @@ Inductor's ``MultiKernelCall`` times each kernel at the first run with ``benchma
 Python between two CUDA events, each repeat.  A kernel of a few microseconds then measures its launch's CPU time,
 which differs from kernel to kernel by more than the kernels do, and it keeps the least of the timings, a tie
 included.  On the H200, set 49 (stop 58) found 10 of the 114 problems an entry touched slower than Inductor's default
-beyond noise, every one at a kernel of 5-33 us; at one of them (``layernorm_fwd`` 120x1018) it timed Inductor's
-kernel at 37 us and another at 4.7 us.
+beyond noise, every one at a kernel of 5-20 us; at one of them (``nn_layernorm_fwd`` 120x1018) it timed Inductor's
+kernel at 37 us and another at 4.7 us, and a second compile of the same problems picked otherwise.
 
 So the kernels of an entry (the fixed-config kernels ``multi_kernel.choices_wrapper`` adds beside Inductor's own)
 are timed here instead: a burst of launches queued behind a GPU sleep long enough for Python to queue them all, so
 the events time the GPU's work and not the launches', L2 zeroed before each launch as ``validate`` times, in
 interleaved rounds.  Another kernel replaces Inductor's only where it is faster in every round and its median gain
 clears the noise band (``NOISE_BAND``, and each kernel's own spread over the rounds), the verdict ``stats.compare``
-gives studies and validation.  Where the timing cannot be done, Inductor's kernel is kept and a WARNING says why.
+gives studies and validation.  Inductor's own kernel is settled the same way first: where it has several candidate
+configs, the fastest median of them replaces the pick of Inductor's autotuner, which times launches as its
+MultiKernel does (``settle_own``).  Where the timing cannot be done, Inductor's kernel is kept and a WARNING says
+why.
 Multi-kernels of Inductor's own (``triton.multi_kernel``) are timed as Inductor times them.
 """
 
@@ -109,20 +112,47 @@ def burst_median_ms(launch: Callable[[], Any], flush: Any, cycles_per_ms: float)
     raise RuntimeError(f"Python queued {LAUNCHES_PER_BURST} launches slower than a {sleep_ms:.0f} ms sleep lasts")
 
 
+def settle_own(kernel: Any, args: Sequence[Any], kwargs: dict, time_one: Callable[[Callable[[], Any]], float]) -> None:
+    """Inductor's own kernel of an entry, where it has several candidate configs, keeps the one ``time_one``
+    times fastest (median of ``ROUNDS``), in place of the pick of Inductor's autotuner, which times launches the
+    same way as its MultiKernel: two compiles of one program then settle on different configs (set 50, stop 58:
+    ``llama_rmsnorm_train_fwd`` 7608x7496 ran R0_BLOCK 2048 under the entry and 8192 in the default's compile,
+    0.966x, twice).  Candidates that spill past Inductor's threshold are left out, as its autotuner leaves them."""
+    if not kernel.launchers:
+        kernel.precompile()
+    threshold = kernel.inductor_meta.get("spill_threshold", 16)
+    launchers = [launcher for launcher in kernel.launchers if (getattr(launcher, "n_spills", 0) or 0) <= threshold]
+    if len(kernel.launchers) < 2 or not launchers:
+        return
+    rounds: dict[Any, list[float]] = {launcher: [] for launcher in launchers}
+    for _ in range(ROUNDS):
+        for launcher in launchers:
+            rounds[launcher].append(time_one(functools.partial(launcher, *args, **kwargs)))
+    medians = {launcher: statistics.median(times) for launcher, times in rounds.items()}
+    kernel.launchers = [min(medians, key=medians.get)]
+    log.debug("inductor_tune: Inductor's own kernel keeps %s of %d candidates (medians %s ms)",
+              getattr(kernel.launchers[0], "config", "?"), len(launchers), ["%.4f" % m for m in medians.values()])
+
+
 def time_kernels(call: Any, args: tuple, kwargs: dict) -> list[list[float]]:
     """``rounds[r][k]`` for the kernels of ``call`` (a MultiKernelCall), each launched on clones of its arguments
-    as Inductor's own timing does; the order of the kernels turns each round."""
+    as Inductor's own timing does, Inductor's own kernel settled first (``settle_own``); the order of the kernels
+    turns each round."""
     import torch
 
-    launches = []
-    for index, kernel in enumerate(call.kernels):
-        cloned_args, cloned_kwargs = kernel.clone_args(*call._get_filtered_args(args, index), **kwargs)
-        launches.append(functools.partial(kernel.run, *cloned_args, **cloned_kwargs))
-    for launch in launches:
-        launch()  # compiles, and autotunes Inductor's own kernel where it has several configs
     l2_bytes = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)
     flush = torch.empty(max(l2_bytes, 1 << 20) // 4, dtype=torch.int, device="cuda")
     cycles_per_ms = _sleep_cycles_per_ms()
+    launches = []
+    own = inductors_own(call.kernels)
+    for index, kernel in enumerate(call.kernels):
+        cloned_args, cloned_kwargs = kernel.clone_args(*call._get_filtered_args(args, index), **kwargs)
+        if index == own:
+            settle_own(kernel, cloned_args, {"stream": torch.cuda.current_stream().cuda_stream, **cloned_kwargs},
+                       lambda launch: burst_median_ms(launch, flush, cycles_per_ms))
+        launches.append(functools.partial(kernel.run, *cloned_args, **cloned_kwargs))
+    for launch in launches:
+        launch()  # compiles the entry's kernels
     rounds = []
     for r in range(ROUNDS):
         order = [(r + i) % len(launches) for i in range(len(launches))]
