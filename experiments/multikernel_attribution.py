@@ -1,0 +1,80 @@
+"""Which rule form touched each problem of `validate` records, and where a problem regressed, what ran there.
+
+For each database: the problems a multi-kernel entry touched, those only config rules touched, and the untouched
+ones (count, geomean of rules / default, worst, how many below 1); then every problem that regressed beyond noise
+with its default time, the rules that applied, and the launch configs of Inductor's own (not fixed-config) kernels
+in the default's compile and in the rules' compile, as `validate` recorded them ("default_choice" and
+"heuristic_choice"). Where those differ at a kernel the rules left to Inductor, the ratio is one draw of Inductor's
+autotuner as much as of the rules (docs/rules.md, stop 58).
+
+Usage: python3 experiments/multikernel_attribution.py db/heldout49.sqlite [more validation DBs] [--all]
+(--all lists every problem, not only those that regressed).
+"""
+
+import json
+import sqlite3
+import statistics
+import sys
+
+from inductor_tune.stats import geomean
+
+FORMS = ("multi-kernel entry", "config rules only", "untouched")
+
+
+def form(rules_applied):
+    if any(line.startswith("multi-kernel") for line in rules_applied):
+        return FORMS[0]
+    return FORMS[1] if rules_applied else FORMS[2]
+
+
+def own_configs(choice):
+    """Inductor's own kernels of a recorded choice: (kernel name, config), fixed-config kernels left out."""
+    return [(c["kernel"], c["config"]) for c in choice or [] if "FIXED" not in str(c.get("heuristic"))]
+
+
+def problems(result_rows):
+    """(kernel, shape, regressed, ratio, default us, form, rules applied, own configs default, own configs rules)
+    for each timed record of ``result_rows``, (kernel, rows, cols, regressed, result JSON) tuples."""
+    out = []
+    for kernel, rows, cols, regressed, result_json in result_rows:
+        result = json.loads(result_json)
+        times = result.get("times", {})
+        if "heuristics" not in times or "inductor_default" not in times:
+            continue
+        default = statistics.median(times["inductor_default"])
+        applied = result.get("rules_applied") or []
+        out.append((kernel, f"{rows}x{cols}", bool(regressed), default / statistics.median(times["heuristics"]),
+                    default * 1e3, form(applied), applied, own_configs(result.get("default_choice")),
+                    own_configs(result.get("heuristic_choice"))))
+    return out
+
+
+def report(rows, everything=False):
+    lines = []
+    for name in FORMS:
+        ratios = [p[3] for p in rows if p[5] == name]
+        if ratios:
+            lines.append(f"{name}: {len(ratios)} problems, geomean {geomean(ratios):.3f}, worst {min(ratios):.3f}, "
+                         f"{sum(r < 1 for r in ratios)} below 1, {sum(p[2] for p in rows if p[5] == name)} regressed")
+    for p in rows:
+        if p[2] or everything:
+            same = "same" if p[7] == p[8] else "differ"
+            lines.append(f"  {p[0]} {p[1]}: {p[3]:.3f}{' REGRESSED' if p[2] else ''}, default {p[4]:.1f} us, "
+                         f"{p[5]}; Inductor's own configs {same}")
+            if same == "differ":
+                lines += [f"    default: {p[7]}", f"    rules:   {p[8]}"]
+            lines += [f"    {line[:150]}" for line in p[6]]
+    return lines
+
+
+def main(argv):
+    everything = "--all" in argv
+    for path in [a for a in argv if a != "--all"]:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            result_rows = db.execute("select kernel, rows, cols, regressed, result_json from it_validation").fetchall()
+        print(path)
+        print("\n".join(report(problems(result_rows), everything)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
