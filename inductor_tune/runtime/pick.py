@@ -15,8 +15,7 @@ clears the noise band (``NOISE_BAND``, and each kernel's own spread over the rou
 gives studies and validation.  Inductor's own kernel is settled the same way first: where it has several candidate
 configs, the fastest median of them replaces the pick of Inductor's autotuner, which times launches as its
 MultiKernel does (``settle_own``).  Where the timing cannot be done, Inductor's kernel is kept and a WARNING says
-why.
-Multi-kernels of Inductor's own (``triton.multi_kernel``) are timed as Inductor times them.
+why.  Multi-kernels of Inductor's own (``triton.multi_kernel``) are timed as Inductor times them.
 """
 
 from __future__ import annotations
