@@ -4,8 +4,9 @@ For each database: the problems a multi-kernel entry touched, those only config 
 ones (count, geomean of rules / default, worst, how many below 1); then every problem that regressed beyond noise
 with its default time, the rules that applied, and the launch configs of Inductor's own (not fixed-config) kernels
 in the default's compile and in the rules' compile, as `validate` recorded them ("default_choice" and
-"heuristic_choice"). Where those differ at a kernel the rules left to Inductor, the ratio is one draw of Inductor's
-autotuner as much as of the rules (docs/rules.md, stop 58).
+"heuristic_choice"), and which kernel each entry ran where the record keeps it ("multi_kernel_picks"). Where
+the configs differ at a kernel the rules left to Inductor, the ratio is one draw of Inductor's autotuner as much
+as of the rules (docs/rules.md, stop 58).
 
 Usage: python3 experiments/multikernel_attribution.py db/heldout49.sqlite [more validation DBs] [--all]
 (--all lists every problem, not only those that regressed).
@@ -33,8 +34,8 @@ def own_configs(choice):
 
 
 def problems(result_rows):
-    """(kernel, shape, regressed, ratio, default us, form, rules applied, own configs default, own configs rules)
-    for each timed record of ``result_rows``, (kernel, rows, cols, regressed, result JSON) tuples."""
+    """(kernel, shape, regressed, ratio, default us, form, rules applied, own configs default, own configs rules,
+    the multi-kernel picks validate kept since stop 58) for each timed record of ``result_rows``, (kernel, rows, cols, regressed, result JSON) tuples."""
     out = []
     for kernel, rows, cols, regressed, result_json in result_rows:
         result = json.loads(result_json)
@@ -45,7 +46,7 @@ def problems(result_rows):
         applied = result.get("rules_applied") or []
         out.append((kernel, f"{rows}x{cols}", bool(regressed), default / statistics.median(times["heuristics"]),
                     default * 1e3, form(applied), applied, own_configs(result.get("default_choice")),
-                    own_configs(result.get("heuristic_choice"))))
+                    own_configs(result.get("heuristic_choice")), result.get("multi_kernel_picks") or []))
     return out
 
 
@@ -64,6 +65,7 @@ def report(rows, everything=False):
             if same == "differ":
                 lines += [f"    default: {p[7]}", f"    rules:   {p[8]}"]
             lines += [f"    {line[:150]}" for line in p[6]]
+            lines += [f"    picked: {line[:150]}" for line in p[9]]
     return lines
 
 

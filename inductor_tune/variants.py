@@ -35,7 +35,7 @@ def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
     default_choice = evaluate.inductor_choices_made(before)
 
     before = evaluate._autotuner_ids()
-    mark = len(heuristics.applied_rules())
+    mark, picks_mark = len(heuristics.applied_rules()), len(registry.picks())
     with heuristics.install(heur) as installed:
         if not installed.active:
             raise RuntimeError(installed.reason)
@@ -91,6 +91,8 @@ def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
         "times": times, "errors": errors, "captures": {k: v or None for k, v in captures.items()}, "notes": notes,
         "studied": task.studied, "untouched": untouched, "rules_applied": rules_applied,
         "timed_rules_applied": timed_rules,
+        # Which kernel each multi-kernel entry ran (its first run is in the compile above).
+        "multi_kernel_picks": registry.picks()[picks_mark:],
         "default_choice": json.loads(default_choice), "heuristic_choice": json.loads(heuristic_choice),
         "slots": [dataclasses.asdict(slot) for slot in default_plan.slots], "bytes": state.bytes,
         "peer_versions": peers.versions() if want_peers else {},

@@ -235,6 +235,7 @@ class _FakeCall:
 def worker(monkeypatch):
     """measure_variants with Inductor, the GPU and the peers replaced by fakes that record their use."""
     from inductor_tune import evaluate, heuristics, peers
+    from inductor_tune.runtime import registry
     from inductor_tune.evaluate import Problem
     from inductor_tune.kernels import Shape
 
@@ -243,6 +244,7 @@ def worker(monkeypatch):
     def compiled_call(*args):
         if used.apply:  # what heuristics.apply_rules logs when a rule reaches a kernel
             used.rules.append("inner_looped sum rnumel 4096..4096 (XBLOCK=1) -> x=1000 r=3000" + used.graph_note)
+            registry.note_pick("size hints {'x': 1024, 'r0_': 4096}: Inductor's kernel 0 of 2 (Inductor's is 0)")
         return _FakeCall(fail=used.heuristics_fail)
 
     def peer_functions(kernel):
@@ -284,8 +286,14 @@ def test_an_untouched_problem_is_timed_only_as_the_default(worker):
 
 
 def test_a_touched_problem_is_timed_interleaved_in_every_round(worker):
+    from inductor_tune.runtime import registry
+
+    registry.note_pick("an earlier compile's pick")
     result = worker.measure([DEFAULT_CHOICE, RULE_CHOICE], skip_untouched=True, peers=False)
     assert result["untouched"] is False and worker.peers == 0
+    # The multi-kernel picks of this problem's compile, and no earlier one, are kept with its record.
+    assert result["multi_kernel_picks"] == ["size hints {'x': 1024, 'r0_': 4096}: Inductor's kernel 0 of 2 "
+                                            "(Inductor's is 0)"]
     assert {k: len(v) for k, v in result["times"].items()} == {validate.DEFAULT: 5, validate.HEURISTICS: 5}
     # Untouched is decided by whether a rule applied, not by the final configs: Inductor's own autotuning
     # can pick differently in two compiles of the same program.

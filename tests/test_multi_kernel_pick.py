@@ -11,7 +11,7 @@ from torch._inductor.runtime.hints import HeuristicType
 
 import inductor_tune
 from inductor_tune import stats
-from inductor_tune.runtime import pick
+from inductor_tune.runtime import pick, registry
 
 OWN, FIXED = HeuristicType.REDUCTION, HeuristicType.FIXED
 
@@ -57,8 +57,12 @@ def test_timings_make_inductors_pick_the_chosen_kernel(monkeypatch):
     rounds = [[10.0, 8.0, 9.0], [10.0, 8.0, 9.0], [10.0, 8.0, 9.0]]
     monkeypatch.setattr(pick, "time_kernels", lambda call, args, kwargs: rounds)
     wrapped = pick.benchmark_wrapper(lambda self, *a, **k: pytest.fail("Inductor's own timing ran"))
+    before = len(registry.picks())
     timings = wrapped(_call(OWN, FIXED, FIXED), "buf0", stream=0)
     assert timings.index(min(timings)) == 1 and timings[0] == timings[2] == math.inf
+    # What ran is kept for validate's records.
+    (line,) = registry.picks()[before:]
+    assert "an entry's kernel 1 of 3 (Inductor's is 0); medians ['10.0000', '8.0000', '9.0000']" in line
 
 
 def test_inductors_own_multi_kernels_are_timed_by_inductor(monkeypatch):
@@ -76,6 +80,8 @@ def test_a_timing_that_fails_keeps_inductors_kernel_and_warns(monkeypatch, caplo
     with caplog.at_level(logging.WARNING, logger=pick.__name__):
         timings = wrapped(_call(FIXED, OWN))
     assert timings == [math.inf, 0.0]
+    assert registry.picks()[-1].endswith("Inductor's kernel, not timed (operation not permitted when stream is "
+                                         "capturing)")
     (record,) = caplog.records
     assert "multi_kernel_0 keeps Inductor's kernel" in record.getMessage() and "capturing" in record.getMessage()
     assert "more" not in record.getMessage()

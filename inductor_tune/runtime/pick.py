@@ -27,6 +27,8 @@ import statistics
 import time
 from typing import Any, Callable, Sequence
 
+from . import registry
+
 log = logging.getLogger(__name__)
 
 # stats.NOISE_FLOOR: the least gain any verdict of the tuner takes for a win (the runtime imports nothing of it).
@@ -170,17 +172,21 @@ def benchmark_wrapper(original: Callable[..., list[float]]) -> Callable[..., lis
         if own is None:
             return original(self, *args, **kwargs)
         name = getattr(self, "multi_kernel_name", "multi-kernel")
+        hints = getattr(self.kernels[own], "size_hints", None)
         try:
             rounds = time_kernels(self, args, kwargs)
         except Exception as exc:  # a pick must never fail the user's first run: Inductor's kernel is always correct
             reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
             log.warning("inductor_tune: %s keeps Inductor's kernel; its kernels could not be timed: %s", name, reason)
+            registry.note_pick(f"size hints {hints}: Inductor's kernel, not timed ({reason})")
             return [0.0 if i == own else math.inf for i in range(len(self.kernels))]
         picked = choose(rounds, own)
         medians = [statistics.median(times) for times in zip(*rounds)]
-        log.debug("inductor_tune: %s (size hints %s) runs kernel %d (Inductor's is %d); medians %s ms over %d rounds",
-                  name, getattr(self.kernels[own], "size_hints", None), picked, own, ["%.4f" % m for m in medians],
-                  len(rounds))
+        line = (f"size hints {hints}: {'Inductor' if picked == own else 'an entry'}'s kernel {picked} of "
+                f"{len(medians)} (Inductor's is {own}); medians {['%.4f' % m for m in medians]} ms over {len(rounds)} "
+                f"rounds")
+        log.debug("inductor_tune: %s %s", name, line)
+        registry.note_pick(line)
         return [medians[i] if i == picked else math.inf for i in range(len(medians))]
 
     benchmark_sub_kernels.__inductor_tune_original__ = original

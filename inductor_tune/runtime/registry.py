@@ -35,6 +35,8 @@ _MIX_AUTOTUNE: tuple | None = None
 _MULTI_KERNEL: tuple | None = None
 # One line per kernel a rule was forced into in this process (validate tells touched problems by it).
 _APPLIED: list[str] = []
+# One line per multi-kernel entry's first run in this process: which of its kernels ``pick`` ran, and why.
+_PICKS: list[str] = []
 
 
 @contextlib.contextmanager
@@ -95,6 +97,15 @@ def applied_rules() -> list[str]:
     """Every rule application of this process so far, oldest first: 'rule -> kernel sizes', with
     ``BACKWARD_GRAPH_NOTE`` where the kernel was in a backward graph."""
     return list(_APPLIED)
+
+
+def note_pick(line: str) -> None:
+    _PICKS.append(line)
+
+
+def picks() -> list[str]:
+    """Every multi-kernel entry's pick of this process so far, oldest first (``pick.benchmark_wrapper``)."""
+    return list(_PICKS)
 
 
 def in_graph_timed(line: str, backward_problem: bool) -> bool:
