@@ -448,3 +448,21 @@ def test_cli_models_without_a_gpu_says_so(tmp_path):
     code, _, err = _cli("validate", "heuristics/h200.yaml", "--models", "--storage", str(tmp_path / "v.sqlite"))
     assert code == 2 and len(err) == 1 and "`validate --models` measures on a GPU" in err[0]
     assert not (tmp_path / "v.sqlite").exists()
+
+
+def test_each_variant_compiles_with_cold_caches_and_the_setting_is_given_back(monkeypatch):
+    """The rules' compile comes second; with caches it found the default's kernels ready (stop 58: 30 -> 14 s)."""
+    import os
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/warm-inductor")
+    seen = []
+    for _ in range(2):
+        with models._cold_caches(True):
+            seen.append((os.environ["TORCHINDUCTOR_CACHE_DIR"], os.environ["TRITON_CACHE_DIR"]))
+    assert seen[0] != seen[1] and all(d != "/tmp/warm-inductor" and t.startswith(d) for d, t in seen)
+    assert all(not os.listdir(d) for d, _ in seen)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/tmp/warm-inductor"
+    with models._cold_caches(False):  # another backend (the CPU tests' eager one) has no Inductor caches
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/tmp/warm-inductor"
+    for folder, _ in seen:
+        os.rmdir(folder)
