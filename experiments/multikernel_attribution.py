@@ -35,7 +35,8 @@ def own_configs(choice):
 
 def problems(result_rows):
     """(kernel, shape, regressed, ratio, default us, form, rules applied, own configs default, own configs rules,
-    the multi-kernel picks validate kept since stop 58) for each timed record of ``result_rows``, (kernel, rows, cols, regressed, result JSON) tuples."""
+    the multi-kernel picks validate kept since stop 58) for each timed record of ``result_rows``, which are
+    (kernel, rows, cols, regressed, result JSON) tuples."""
     out = []
     for kernel, rows, cols, regressed, result_json in result_rows:
         result = json.loads(result_json)

@@ -235,9 +235,9 @@ class _FakeCall:
 def worker(monkeypatch):
     """measure_variants with Inductor, the GPU and the peers replaced by fakes that record their use."""
     from inductor_tune import evaluate, heuristics, peers
-    from inductor_tune.runtime import registry
     from inductor_tune.evaluate import Problem
     from inductor_tune.kernels import Shape
+    from inductor_tune.runtime import registry
 
     used = types.SimpleNamespace(choices=[], peers=0, heuristics_fail=False, rules=[], apply=False, graph_note="")
 
