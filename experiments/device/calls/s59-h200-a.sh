@@ -13,6 +13,6 @@ BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
   "python3 -m pytest -q -m gpu tests/test_gpu_multi_kernel.py -p no:cacheprovider -p no:warnings -rs 2>&1 | tail -4" \
   "python3 -m inductor_tune -vv validate $cand --suite experiments/multikernel/probe-set50.yaml --no-progress \
   --rounds 3 --storage sqlite:///db/multikernel-probe50-settle.sqlite 2> \$OUT/picks.log | grep -v Warning | tail -12; \
-  grep -h 'runs kernel\|own kernel keeps' \$OUT/picks.log | sed 's/.*inductor_tune: //'" \
+  grep -h 'of [0-9]* (Inductor.s is\|own kernel keeps' \$OUT/picks.log | sed 's/.*inductor_tune: //'" \
   "python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/set51-draw.json --rounds 3 \
   --storage sqlite:///db/heldout51.sqlite"
