@@ -16,6 +16,7 @@ import json
 import sqlite3
 import statistics
 import sys
+from typing import NamedTuple
 
 from inductor_tune.stats import geomean
 
@@ -33,10 +34,22 @@ def own_configs(choice):
     return [(c["kernel"], c["config"]) for c in choice or [] if "FIXED" not in str(c.get("heuristic"))]
 
 
+class Problem(NamedTuple):
+    kernel: str
+    shape: str
+    regressed: bool
+    ratio: float  # rules / default
+    default_us: float
+    form: str
+    applied: list
+    own_default: list  # own_configs of the default's compile
+    own_rules: list  # and of the rules' compile
+    picks: list  # the multi-kernel picks validate keeps since stop 58
+
+
 def problems(result_rows):
-    """(kernel, shape, regressed, ratio, default us, form, rules applied, own configs default, own configs rules,
-    the multi-kernel picks validate kept since stop 58) for each timed record of ``result_rows``, which are
-    (kernel, rows, cols, regressed, result JSON) tuples."""
+    """A ``Problem`` for each timed record of ``result_rows``, (kernel, rows, cols, regressed, result JSON)
+    tuples."""
     out = []
     for kernel, rows, cols, regressed, result_json in result_rows:
         result = json.loads(result_json)
@@ -45,7 +58,7 @@ def problems(result_rows):
             continue
         default = statistics.median(times["inductor_default"])
         applied = result.get("rules_applied") or []
-        out.append((kernel, f"{rows}x{cols}", bool(regressed), default / statistics.median(times["heuristics"]),
+        out.append(Problem(kernel, f"{rows}x{cols}", bool(regressed), default / statistics.median(times["heuristics"]),
                     default * 1e3, form(applied), applied, own_configs(result.get("default_choice")),
                     own_configs(result.get("heuristic_choice")), result.get("multi_kernel_picks") or []))
     return out
@@ -54,19 +67,20 @@ def problems(result_rows):
 def report(rows, everything=False):
     lines = []
     for name in FORMS:
-        ratios = [p[3] for p in rows if p[5] == name]
+        ratios = [p.ratio for p in rows if p.form == name]
         if ratios:
             lines.append(f"{name}: {len(ratios)} problems, geomean {geomean(ratios):.3f}, worst {min(ratios):.3f}, "
-                         f"{sum(r < 1 for r in ratios)} below 1, {sum(p[2] for p in rows if p[5] == name)} regressed")
+                         f"{sum(r < 1 for r in ratios)} below 1, {sum(p.regressed for p in rows if p.form == name)} "
+                         "regressed")
     for p in rows:
-        if p[2] or everything:
-            same = "same" if p[7] == p[8] else "differ"
-            lines.append(f"  {p[0]} {p[1]}: {p[3]:.3f}{' REGRESSED' if p[2] else ''}, default {p[4]:.1f} us, "
-                         f"{p[5]}; Inductor's own configs {same}")
+        if p.regressed or everything:
+            same = "same" if p.own_default == p.own_rules else "differ"
+            lines.append(f"  {p.kernel} {p.shape}: {p.ratio:.3f}{' REGRESSED' if p.regressed else ''}, default "
+                         f"{p.default_us:.1f} us, {p.form}; Inductor's own configs {same}")
             if same == "differ":
-                lines += [f"    default: {p[7]}", f"    rules:   {p[8]}"]
-            lines += [f"    {line[:150]}" for line in p[6]]
-            lines += [f"    picked: {line[:150]}" for line in p[9]]
+                lines += [f"    default: {p.own_default}", f"    rules:   {p.own_rules}"]
+            lines += [f"    {line[:150]}" for line in p.applied]
+            lines += [f"    picked: {line[:150]}" for line in p.picks]
     return lines
 
 

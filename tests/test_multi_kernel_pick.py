@@ -55,7 +55,7 @@ def test_the_own_kernel_may_sit_anywhere():
 
 def test_timings_make_inductors_pick_the_chosen_kernel(monkeypatch):
     rounds = [[10.0, 8.0, 9.0], [10.0, 8.0, 9.0], [10.0, 8.0, 9.0]]
-    monkeypatch.setattr(pick, "time_kernels", lambda call, args, kwargs: rounds)
+    monkeypatch.setattr(pick, "time_kernels", lambda call, args, kwargs, own: rounds)
     wrapped = pick.benchmark_wrapper(lambda self, *a, **k: pytest.fail("Inductor's own timing ran"))
     before = len(registry.picks())
     timings = wrapped(_call(OWN, FIXED, FIXED), "buf0", stream=0)
@@ -72,7 +72,7 @@ def test_inductors_own_multi_kernels_are_timed_by_inductor(monkeypatch):
 
 
 def test_a_timing_that_fails_keeps_inductors_kernel_and_warns(monkeypatch, caplog):
-    def broken(call, args, kwargs):
+    def broken(call, args, kwargs, own):
         raise RuntimeError("operation not permitted when stream is capturing\nmore")
 
     monkeypatch.setattr(pick, "time_kernels", broken)

@@ -73,7 +73,9 @@ def choose(rounds: Sequence[Sequence[float]], own: int, band: float = NOISE_BAND
     return best
 
 
+@functools.lru_cache(maxsize=1)
 def _sleep_cycles_per_ms() -> float:
+    """GPU sleep cycles per millisecond, measured once per process."""
     import torch
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -135,17 +137,16 @@ def settle_own(kernel: Any, args: Sequence[Any], kwargs: dict, time_one: Callabl
               getattr(kernel.launchers[0], "config", "?"), len(launchers), ["%.4f" % m for m in medians.values()])
 
 
-def time_kernels(call: Any, args: tuple, kwargs: dict) -> list[list[float]]:
+def time_kernels(call: Any, args: tuple, kwargs: dict, own: int) -> list[list[float]]:
     """``rounds[r][k]`` for the kernels of ``call`` (a MultiKernelCall), each launched on clones of its arguments
-    as Inductor's own timing does, Inductor's own kernel settled first (``settle_own``); the order of the kernels
-    turns each round."""
+    as Inductor's own timing does, Inductor's own kernel (index ``own``) settled first (``settle_own``); the order
+    of the kernels turns each round."""
     import torch
 
     l2_bytes = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)
     flush = torch.empty(max(l2_bytes, 1 << 20) // 4, dtype=torch.int, device="cuda")
     cycles_per_ms = _sleep_cycles_per_ms()
     launches = []
-    own = inductors_own(call.kernels)
     for index, kernel in enumerate(call.kernels):
         cloned_args, cloned_kwargs = kernel.clone_args(*call._get_filtered_args(args, index), **kwargs)
         if index == own:
@@ -174,7 +175,7 @@ def benchmark_wrapper(original: Callable[..., list[float]]) -> Callable[..., lis
         name = getattr(self, "multi_kernel_name", "multi-kernel")
         hints = getattr(self.kernels[own], "size_hints", None)
         try:
-            rounds = time_kernels(self, args, kwargs)
+            rounds = time_kernels(self, args, kwargs, own)
         except Exception as exc:  # a pick must never fail the user's first run: Inductor's kernel is always correct
             reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
             log.warning("inductor_tune: %s keeps Inductor's kernel; its kernels could not be timed: %s", name, reason)
