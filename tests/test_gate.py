@@ -266,7 +266,7 @@ def worker(monkeypatch):
                                   grad_output=None, bytes=12 * 10**6)
 
     def measure(choices, **payload):
-        used.choices[:] = choices  # the default's, then the heuristics compile's
+        used.choices[:] = [*choices, choices[0]]  # the default's, the heuristics compile's, the default's again
         used.apply = choices[1] != choices[0]  # a rule applied exactly where the configs differ here
         task = ValidateTask(0, state.problem, "h.yaml", 5, types.SimpleNamespace(cuda_graph=False), **payload)
         return validate.measure_variants(state, task, contextlib.nullcontext())
@@ -294,7 +294,10 @@ def test_a_touched_problem_is_timed_interleaved_in_every_round(worker):
     # The multi-kernel picks of this problem's compile, and no earlier one, are kept with its record.
     assert result["multi_kernel_picks"] == ["size hints {'x': 1024, 'r0_': 4096}: Inductor's kernel 0 of 2 "
                                             "(Inductor's is 0)"]
-    assert {k: len(v) for k, v in result["times"].items()} == {validate.DEFAULT: 5, validate.HEURISTICS: 5}
+    # Inductor's default is compiled a second time where the rules touched a problem, and timed in the same rounds.
+    assert {k: len(v) for k, v in result["times"].items()} == {validate.DEFAULT: 5, validate.HEURISTICS: 5,
+                                                               validate.DEFAULT_AGAIN: 5}
+    assert result["default_again_choice"] == DEFAULT_CHOICE
     # Untouched is decided by whether a rule applied, not by the final configs: Inductor's own autotuning
     # can pick differently in two compiles of the same program.
     worker.rules.clear()
@@ -303,7 +306,8 @@ def test_a_touched_problem_is_timed_interleaved_in_every_round(worker):
     # Without the gate's flags nothing changes: same configs are still timed twice, peers asked.
     result = worker.measure([DEFAULT_CHOICE, DEFAULT_CHOICE])
     assert result["untouched"] is False and worker.peers == 1
-    assert {k: len(v) for k, v in result["times"].items()} == {validate.DEFAULT: 5, validate.HEURISTICS: 5}
+    assert {k: len(v) for k, v in result["times"].items()} == {validate.DEFAULT: 5, validate.HEURISTICS: 5,
+                                                               validate.DEFAULT_AGAIN: 5}
 
 
 def test_a_backward_problem_is_touched_only_by_a_rule_on_its_backward_graph(worker):
@@ -319,7 +323,7 @@ def test_a_backward_problem_is_touched_only_by_a_rule_on_its_backward_graph(work
     worker.graph_note = registry.BACKWARD_GRAPH_NOTE
     result = worker.measure([DEFAULT_CHOICE, RULE_CHOICE], skip_untouched=True, peers=False)
     assert result["timed_rules_applied"] and result["untouched"] is False
-    assert {k: len(v) for k, v in result["times"].items()} == {validate.DEFAULT: 5, validate.HEURISTICS: 5}
+    assert set(result["times"]) == {validate.DEFAULT, validate.HEURISTICS, validate.DEFAULT_AGAIN}
 
 
 def test_a_heuristics_compile_failure_names_the_variant(worker):

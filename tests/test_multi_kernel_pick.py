@@ -137,3 +137,52 @@ def test_a_kernel_with_one_candidate_is_left_as_it_is():
     kernel = _own_kernel(only)
     pick.settle_own(kernel, (), {}, lambda launch: pytest.fail("timed a kernel with one candidate"))
     assert kernel.launchers == [only]
+
+
+class _FakeGpu:
+    """A GPU timeline for ``burst_median_ms``: a sleep of ``cycles`` lasts ``cycles / rate`` ms, each launch
+    ``kernel_ms`` on the GPU and ``queue_ms`` of Python's time."""
+
+    def __init__(self, rate, kernel_ms=0.005, queue_ms=0.06):
+        self.rate, self.kernel_ms, self.queue_ms = rate, kernel_ms, queue_ms
+        self.gpu = self.cpu = 0.0
+        self.sleeps = []
+
+    def event(self, enable_timing=True):
+        gpu = self
+
+        class Event:
+            def record(self):
+                self.at = gpu.gpu
+
+            def elapsed_time(self, other):
+                return other.at - self.at
+
+        return Event()
+
+    def sleep(self, cycles):
+        self.sleeps.append(cycles / self.rate)
+        self.gpu += cycles / self.rate
+
+    def launch(self):
+        self.gpu += self.kernel_ms
+        self.cpu += self.queue_ms
+
+
+@pytest.mark.parametrize("calibration_error", [1.0, 3.0])
+def test_a_burst_waits_behind_a_sleep_longer_than_pythons_queueing_even_where_the_calibration_is_off(
+        monkeypatch, calibration_error):
+    """Queueing 30 launches takes 1.8 ms; a calibration 3x too low made every sleep a third as long as asked, and
+    the retries, asked only for twice the queueing, never caught up (stop 59's GPU test timed nothing)."""
+    import torch
+
+    gpu = _FakeGpu(rate=1000.0)
+    monkeypatch.setattr(torch.cuda, "Event", gpu.event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", gpu.sleep, raising=False)
+    monkeypatch.setattr(pick.time, "perf_counter", lambda: gpu.cpu)
+    flush = types.SimpleNamespace(zero_=lambda: None)
+    median = pick.burst_median_ms(gpu.launch, flush, cycles_per_ms=gpu.rate / calibration_error)
+    assert median == pytest.approx(gpu.kernel_ms)
+    assert gpu.sleeps[-1] > gpu.queue_ms * pick.LAUNCHES_PER_BURST / pick.QUEUE_SHARE
+    assert len(gpu.sleeps) <= 2

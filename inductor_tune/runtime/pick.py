@@ -78,6 +78,10 @@ def _sleep_cycles_per_ms() -> float:
     """GPU sleep cycles per millisecond, measured once per process."""
     import torch
 
+    # The first sleep of a process also waits for its kernel's module to load, which the events would time: a
+    # calibration that long made every later sleep too short (the GPU test at stop 59 could time nothing).
+    torch.cuda._sleep(1000)
+    torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     cycles = 10_000_000
     start.record()
@@ -109,9 +113,11 @@ def burst_median_ms(launch: Callable[[], Any], flush: Any, cycles_per_ms: float)
             end.record()
         queued_ms = (time.perf_counter() - queued_from) * 1e3
         torch.cuda.synchronize()
-        if queued_ms < QUEUE_SHARE * slept[0].elapsed_time(slept[1]):
+        slept_ms = slept[0].elapsed_time(slept[1])
+        if queued_ms < QUEUE_SHARE * slept_ms:
             return statistics.median(start.elapsed_time(end) for start, end in pairs)
-        sleep_ms = 2 * queued_ms / QUEUE_SHARE
+        # Scaled by what the sleep lasted against what was asked, should the calibration be off.
+        sleep_ms = 2 * queued_ms / QUEUE_SHARE * sleep_ms / max(slept_ms, 1e-3)
     raise RuntimeError(f"Python queued {LAUNCHES_PER_BURST} launches slower than a {sleep_ms:.0f} ms sleep lasts")
 
 
