@@ -122,7 +122,8 @@ def slower_beyond_noise(default_rounds: Sequence[float], rounds: Sequence[float]
     the default's own spread or the floor."""
     default_ms = statistics.median(default_rounds)
     band = max((max(default_rounds) - min(default_rounds)) / default_ms, NOISE_FLOOR)
-    return max(d / t for d, t in zip(default_rounds, rounds)) < 1.0 and default_ms / statistics.median(rounds) < 1 - band
+    every_round = max(d / t for d, t in zip(default_rounds, rounds)) < 1.0
+    return every_round and default_ms / statistics.median(rounds) < 1 - band
 
 
 def rules_on_timed_graph(data: dict[str, Any]) -> list[str] | None:

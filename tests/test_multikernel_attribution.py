@@ -28,3 +28,14 @@ def test_inductors_own_configs_leave_the_fixed_ones_out():
     assert attribution.own_configs(choice) == [("red_0", {"R0_BLOCK": 2048})]
     assert attribution.form(["multi-kernel inner_looped ...", "inner_looped rule"]) == "multi-kernel entry"
     assert attribution.form(["inner_looped rule"]) == "config rules only" and attribution.form([]) == "untouched"
+
+
+def test_configs_are_compared_without_the_kernels_numbering():
+    """At set 51's 8x12071 the rules' compile numbered its kernels on from the entries' (triton_per_..._4 against
+    _1) and ran the same configs as the default's (docs/rules.md, stop 59)."""
+    out = subprocess.run([sys.executable, "experiments/multikernel_attribution.py", "db/heldout51.sqlite"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "rmsnorm_fwd 8x12071: 0.959 REGRESSED, default 8.2 us, multi-kernel entry; Inductor's own configs same" \
+        in out
+    assert "rmsnorm_fwd 2x70860: 0.970 REGRESSED, default 9.3 us, multi-kernel entry; Inductor's own configs differ" \
+        in out
