@@ -31,7 +31,7 @@ def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
     for the parent."""
     from . import evaluate, heuristics, peers
     from .runtime import registry
-    from .space import INDUCTOR_DEFAULT, TrialConfig
+    from .space import INDUCTOR_DEFAULT
 
     problem = state.problem
     heur = heuristics.load(task.heuristics)
@@ -77,28 +77,9 @@ def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
         calls[DEFAULT_AGAIN], _ = evaluate.compile_plan(state, INDUCTOR_DEFAULT)
         default_again_choice = json.loads(evaluate.inductor_choices_made(before))
 
-    if task.best_config and not untouched:
-        config = TrialConfig.from_json(task.best_config)
-        try:
-            call, plan = evaluate.compile_plan(state, config)
-            reason = evaluate.verify_or_none(plan)
-            if reason:
-                notes.append(f"best found config not applied: {reason}")
-            else:
-                calls[BEST] = call
-        except Exception as exc:
-            notes.append(f"best found config failed to compile: {evaluate.short_reason(exc, 200)}")
-
     want_peers = task.peers and not untouched
-    found, missing = peers.peer_functions(problem.kernel) if want_peers else ({}, {})
-    notes += [f"{name}: {why}" for name, why in missing.items()]
-    for name, fn in found.items():
-        call = _PeerCall(problem, state.inputs, state.grad_output, fn)
-        try:
-            call.compile()
-            calls[name] = call
-        except Exception as exc:
-            notes.append(f"{name}: failed to run ({evaluate.short_reason(exc, 200)})")
+    if not untouched:
+        _compile_best_and_peers(state, task, calls, notes, want_peers)
 
     times, errors, captures = _check_and_time(state, calls, task.timing, rounds, gpu_lock, notes)
     return {
@@ -112,6 +93,32 @@ def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
         "slots": [dataclasses.asdict(slot) for slot in default_plan.slots], "bytes": state.bytes,
         "peer_versions": peers.versions() if want_peers else {},
     }
+
+
+def _compile_best_and_peers(state, task, calls: dict[str, Any], notes: list[str], want_peers: bool) -> None:
+    """The studies' per-shape best config and the peer libraries into ``calls``; what fails is noted."""
+    from . import evaluate, peers
+    from .space import TrialConfig
+
+    if task.best_config:
+        try:
+            call, plan = evaluate.compile_plan(state, TrialConfig.from_json(task.best_config))
+            reason = evaluate.verify_or_none(plan)
+            if reason:
+                notes.append(f"best found config not applied: {reason}")
+            else:
+                calls[BEST] = call
+        except Exception as exc:
+            notes.append(f"best found config failed to compile: {evaluate.short_reason(exc, 200)}")
+    found, missing = peers.peer_functions(state.problem.kernel) if want_peers else ({}, {})
+    notes += [f"{name}: {why}" for name, why in missing.items()]
+    for name, fn in found.items():
+        call = _PeerCall(state.problem, state.inputs, state.grad_output, fn)
+        try:
+            call.compile()
+            calls[name] = call
+        except Exception as exc:
+            notes.append(f"{name}: failed to run ({evaluate.short_reason(exc, 200)})")
 
 
 def _check_and_time(state, calls: dict[str, Any], timing, rounds: int, gpu_lock, notes: list[str]):
