@@ -30,8 +30,9 @@ def pairs(result_rows):
         times = result.get("times", {})
         if DEFAULT_AGAIN in times:
             second, choice = times[DEFAULT_AGAIN], result.get("default_again_choice")
+            # No rules' times where their result was wrong (a failure, not a verdict).
             verdicts = (slower_beyond_noise(times[DEFAULT], times[HEURISTICS]),
-                        slower_beyond_noise(second, times[HEURISTICS]))
+                        slower_beyond_noise(second, times[HEURISTICS])) if HEURISTICS in times else None
         elif HEURISTICS in times and not (result.get("timed_rules_applied") or result.get("rules_applied")):
             second, choice, verdicts = times[HEURISTICS], result.get("heuristic_choice"), None
         else:

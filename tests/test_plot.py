@@ -373,3 +373,16 @@ def test_validation_figure_png(validation, tmp_path):
     plot.plot_validation(fig.subplots(), plot.validation_points(validation, digest="26b57678205cf7d1"), "softmax_fwd")
     fig.savefig(tmp_path / "v.png")
     assert (tmp_path / "v.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_second_compile_of_the_default_is_its_own_series_and_no_gap():
+    """Since stop 59 `validate` times a second compile of the default where the rules touched a problem
+    (db/heldout52.sqlite); it is drawn as such, not as a peer, and the shapes the rules left alone lack it without
+    a 'missing data' note."""
+    points = plot.validation_points("sqlite:///db/heldout52.sqlite")
+    kernel = next(p.kernel for p in points if p.variant == "inductor_default_again")
+    ax = plot.plot_validation(_ax(), points, kernel)
+    labels = {line.get_label() for line in ax.lines}
+    assert "Inductor default, second compile" in labels and "inductor_default_again" not in labels
+    legend = ax.get_legend().get_title().get_text()
+    assert "second compile" not in legend

@@ -109,7 +109,8 @@ def test_a_regression_must_be_slower_than_each_compile_of_the_default(records):
     data["times"][validate.DEFAULT_AGAIN] = [t * 1.01 for t in default]  # both compiles faster beyond the band
     assert validate.summarize_problem("softmax_fwd", "16384x2048", "bf16", data, 4247.4).regressed
     data["times"][validate.DEFAULT_AGAIN] = [t * (1.06 if i == 0 else 1.0) for i, t in enumerate(default)]
-    assert not validate.summarize_problem("softmax_fwd", "16384x2048", "bf16", data, 4247.4).regressed  # one round
+    # The second compile slower in its first round only: the rules are not slower than it in every round.
+    assert not validate.summarize_problem("softmax_fwd", "16384x2048", "bf16", data, 4247.4).regressed
     text = validate.render([validate.summarize_problem("softmax_fwd", "16384x2048", "bf16", data, 4247.4)])
     assert "Inductor's default compiled twice" in text and "over 1 shape(s)" in text
 
