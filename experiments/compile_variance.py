@@ -16,7 +16,7 @@ import statistics
 import sys
 
 from inductor_tune.stats import NOISE_FLOOR, geomean
-from inductor_tune.validate import DEFAULT, DEFAULT_AGAIN, HEURISTICS, slower_beyond_noise
+from inductor_tune.validate import DEFAULT, DEFAULT_AGAIN, HEURISTICS, _configs, slower_beyond_noise
 
 BUCKETS_US = ((0, 10), (10, 30), (30, 100), (100, float("inf")))
 
@@ -39,13 +39,9 @@ def pairs(result_rows):
             continue
         first = statistics.median(times[DEFAULT])
         # An empty choice: the second compile reused the first's autotuned kernels (variants.DEFAULT_AGAIN).
-        differ = None if not choice else _configs(result.get("default_choice")) != _configs(choice)
+        differ = None if not choice else _configs(result.get("default_choice") or []) != _configs(choice)
         out.append((f"{kernel} {rows}x{cols}", first * 1e3, first / statistics.median(second), differ, verdicts))
     return out
-
-
-def _configs(choice):
-    return sorted(json.dumps(c.get("config"), sort_keys=True) for c in choice or [])
 
 
 def report(found):

@@ -72,13 +72,11 @@ def measure_variants(state, task, gpu_lock) -> dict[str, Any]:
         rounds = min(rounds, UNTOUCHED_ROUNDS)
 
     default_again_choice = None
+    want_peers = task.peers and not untouched
     if not untouched:
         before = evaluate._autotuner_ids()
         calls[DEFAULT_AGAIN], _ = evaluate.compile_plan(state, INDUCTOR_DEFAULT)
         default_again_choice = json.loads(evaluate.inductor_choices_made(before))
-
-    want_peers = task.peers and not untouched
-    if not untouched:
         _compile_best_and_peers(state, task, calls, notes, want_peers)
 
     times, errors, captures = _check_and_time(state, calls, task.timing, rounds, gpu_lock, notes)
