@@ -10,9 +10,18 @@
       --variant experiments/unsplit/probe-persistent16.yaml=db/unsplit-persistent16-train.sqlite,db/unsplit-persistent16-train2.sqlite \\
       --kernels-from STUDY-DBS --out CANDIDATE.yaml
 
+With ``--reduction-type T`` (probe and fit), the rules key on the reduction type Inductor decides the split for
+(``online_softmax_reduce``: softmax forwards), the fit reads only problems of catalog kernels with such a
+reduction, and the file's rules of other types stay as they are.
+
+  python3 experiments/unsplit_fit.py stratify PROBE.yaml --draw GATE-DRAW.json --per-cell 4 --out TRAIN.json
+
 The training draws are seeded gate draws of the split region (``validate --random N --seed S --rows 1:263
 --cols 8193:262144 --draw-out``), checked against every held-out draw before they are measured; ``subset``
-keeps a draw's problems that a probe's config can launch (a persistent row holds at most 64K elements).
+keeps a draw's problems that a probe's config can launch (a persistent row holds at most 64K elements);
+``stratify`` draws ``--per-cell`` problems (rows and N log-uniform, seeded by the draw's seed) in every cell of
+the probe's span for the draw's kernels, so that each cell has the problems its verdict needs, and refuses any
+problem of a held-out draw (experiments/heldout/).
 The fit reads nothing but the probes and their records (``inductor_tune.unsplit`` says how cells become rules).
 """
 
@@ -56,6 +65,40 @@ def write_subset(probe_file: str, draw_file: str, out: str) -> int:
     return 0
 
 
+def write_stratified(probe_file: str, draw_file: str, per_cell: int, out: str) -> int:
+    """``per_cell`` problems in each rows band x N octave cell of the probe's span (unsplit.cells), as a draw."""
+    import glob
+    import math
+    import random
+
+    from inductor_tune.app.validate import write_draw
+    from inductor_tune.gate import Draw
+
+    probe = heuristics.load(probe_file)
+    with open(draw_file) as f:
+        draw = Draw.from_json(f.read())
+    held = {tuple(p) for path in glob.glob(os.path.join(os.path.dirname(__file__), "heldout", "*.json"))
+            for p in Draw.from_json(open(path).read()).problems}
+    rng, problems = random.Random(draw.seed), []
+    (rows_lo, rows_hi), (cols_lo, cols_hi) = probe.unsplit[0].rows, probe.unsplit[0].cols
+    log_uniform = lambda lo, hi: int(round(math.exp(rng.uniform(math.log(lo), math.log(hi + 0.999)))))  # noqa: E731
+    for (rows, cols) in unsplit.cells(probe):
+        rows, cols = (max(rows[0], rows_lo), min(rows[1], rows_hi)), (max(cols[0], cols_lo), min(cols[1], cols_hi))
+        if rows[0] > rows[1] or cols[0] > cols[1]:
+            continue  # past the span the probe's config can launch
+        for _ in range(per_cell):
+            while True:
+                p = (rng.choice(draw.kernels), min(log_uniform(*rows), rows[1]), min(log_uniform(*cols), cols[1]),
+                     draw.dtype)
+                if p not in held and p not in problems:
+                    break
+            problems.append(p)
+    write_draw(dataclasses.replace(draw, n=len(problems), problems=tuple(problems), rows=(rows_lo, rows_hi),
+                                   cols=(cols_lo, cols_hi)), out)
+    print(f"wrote {out}: {len(problems)} problems, {per_cell} in each cell of the probe's span")
+    return 0
+
+
 def study_spaces(dbs: list[str]):
     """(kernel, SearchSpace) of every bf16 study in ``dbs`` whose probe recorded its kernels."""
     from inductor_tune.space import SearchSpace
@@ -66,17 +109,27 @@ def study_spaces(dbs: list[str]):
                 yield study.kernel, SearchSpace.from_json(study.space_json)
 
 
+def of_type(points: list, reduction_type: str | None) -> list:
+    """The A/B points of catalog kernels that have a reduction of ``reduction_type`` (all without one)."""
+    from inductor_tune.kernels import CATALOG
+
+    return [p for p in points if reduction_type is None or reduction_type in CATALOG[p.kernel].reductions.split("+")]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=("probe", "subset", "fit"))
+    ap.add_argument("action", choices=("probe", "subset", "stratify", "fit"))
     ap.add_argument("heuristics", help="probe/fit: the file whose launch rules they keep; subset: the probe")
     ap.add_argument("--config", help="probe: the launch config forced onto the one kernel, FIELD=VALUE,...")
-    ap.add_argument("--draw", help="subset: a training draw")
+    ap.add_argument("--draw", help="subset, stratify: a training draw")
+    ap.add_argument("--per-cell", type=int, default=4, help="stratify: problems per cell (default 4)")
     ap.add_argument("--variant", action="append", default=[],
                     help="fit: PROBE.yaml=DB[,DB...]: a probe file and the validation databases of its A/B")
     ap.add_argument("--evidence", help="fit: validation databases of the probe without a config, comma-separated")
     ap.add_argument("--kernels-from", help="fit: study databases whose probes recorded the one kernel of each catalog "
                                            "kernel with split_reductions=False (its signature and envelope)")
+    ap.add_argument("--reduction-type",
+                    help="probe/fit: only split reductions of this type (e.g. online_softmax_reduce)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if os.path.exists(args.out):
@@ -86,14 +139,20 @@ def main(argv=None) -> int:
             if not args.draw:
                 sys.exit("unsplit_fit: error: subset needs --draw")
             return write_subset(args.heuristics, args.draw, args.out)
+        if args.action == "stratify":
+            if not args.draw:
+                sys.exit("unsplit_fit: error: stratify needs --draw")
+            return write_stratified(args.heuristics, args.draw, args.per_cell, args.out)
         heur = heuristics.load(args.heuristics)
         if args.action == "probe":
-            heuristics.dump(unsplit.probe(heur, parse_config(args.config) if args.config else None), args.out)
+            heuristics.dump(unsplit.probe(heur, parse_config(args.config) if args.config else None,
+                                          reduction_type=args.reduction_type), args.out)
             return 0
         if not args.evidence:
             sys.exit("unsplit_fit: error: fit needs --evidence (the A/B of the probe without a config)")
         sources = args.evidence.split(",")
-        base = unsplit.points_from_rows([row for db in sources for row in figdata.validation_rows(db)])
+        base = of_type(unsplit.points_from_rows([row for db in sources for row in figdata.validation_rows(db)]),
+                       args.reduction_type)
         variants = []
         for spec in args.variant:
             probe_file, _, dbs = spec.partition("=")
@@ -103,7 +162,8 @@ def main(argv=None) -> int:
                          "--kernels-from")
             records = [rec for db in dbs.split(",") for rec in figdata.validation_records(db)]
             failed = {rec.kernel for rec in records if "failed" in json.loads(rec.result_json)}
-            points = unsplit.points_from_rows([row for db in dbs.split(",") for row in figdata.validation_rows(db)])
+            points = of_type(unsplit.points_from_rows([row for db in dbs.split(",")
+                                                       for row in figdata.validation_rows(db)]), args.reduction_type)
             kernels = unsplit.configurable_kernels(study_spaces(args.kernels_from.split(",")), failed)
             variants.append(unsplit.Variant(config, tuple(points), kernels))
             sources += dbs.split(",")
@@ -111,7 +171,7 @@ def main(argv=None) -> int:
                   f"{', '.join(sorted(failed)) or 'none'}; it may apply to {', '.join(sorted(kernels))}")
     except (heuristics.HeuristicsError, StoreError, ValueError) as exc:
         sys.exit(f"unsplit_fit: error: {exc}")
-    fitted, lines = unsplit.fit(heur, base, variants, sources)
+    fitted, lines = unsplit.fit(heur, base, variants, sources, args.reduction_type)
     print("\n".join(lines))
     heuristics.dump(fitted, args.out)
     print(f"wrote {args.out}: {len(fitted.unsplit)} unsplit rule(s), digest {fitted.digest()}")

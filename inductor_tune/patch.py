@@ -89,6 +89,9 @@ def check_data(heur: Heuristics) -> None:
         if not all(_is_signature(sig) and isinstance(env, str) and text_ok(env) for sig, env in spec.kernels):
             raise PatchError(f"unsplit kernels {list(spec.kernels)!r} are not signatures and envelope texts; refusing "
                              "to write a patch")
+        if not all(_is_signature(t) and "+" not in t for t in spec.reduction_types):
+            raise PatchError(f"unsplit reduction types {list(spec.reduction_types)!r} are not reduction type names; "
+                             "refusing to write a patch")
         if not all(type(v) is int for v in (*spec.rows, *spec.cols)):
             raise PatchError(f"unsplit spans {spec.rows!r}, {spec.cols!r} are not whole numbers; refusing to write a patch")
 
@@ -140,7 +143,8 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
             ev = spec.evidence
             lines.append(_comment(f"one kernel: {ev.gain_min or 0:.2f}-{ev.gain_max or 0:.2f}x (geomean "
                                   f"{ev.gain_geomean or 0:.2f}x) over Inductor's split at {len(ev.measured)} shapes"))
-            lines.append(f"        UnsplitRule(rows={tuple(rule.rows)!r}, cols={tuple(rule.cols)!r}),")
+            typed = f", reduction_types={tuple(rule.reduction_types)!r}" if rule.reduction_types else ""
+            lines.append(f"        UnsplitRule(rows={tuple(rule.rows)!r}, cols={tuple(rule.cols)!r}{typed}),")
         lines.append("    ),")
     lines.append(")")
     placeholder = 'TABLE = Table(gpu="none", capability=None, sm_count=None, rules=())'

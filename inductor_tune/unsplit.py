@@ -62,14 +62,18 @@ def region(heur: Heuristics, config: SlotConfig | None = None) -> tuple[tuple[in
     return (1, 2 * heur.gpu.sm_count - 1), (INNER_SPLIT_MIN_RNUMEL, cols_hi)
 
 
-def probe(heur: Heuristics, config: SlotConfig | None = None, element_size: int = 2) -> Heuristics:
+def probe(heur: Heuristics, config: SlotConfig | None = None, element_size: int = 2,
+          reduction_type: str | None = None) -> Heuristics:
     """``heur`` plus one unsplit rule over the whole split region (where ``config`` is legal), the one kernel
-    launched with ``config`` (None: as the launch rules or Inductor launch it): what the training A/B measures."""
+    launched with ``config`` (None: as the launch rules or Inductor launch it), for reductions of
+    ``reduction_type`` only where one is given: what the training A/B measures."""
     rows, cols = region(heur, config)
     what = f"launched as {config.describe()}" if config else "launched as Inductor or a launch rule picks"
-    spec = UnsplitSpec(rows, cols, Evidence(note=f"probe: keeps every split inner reduction in one kernel, {what}, "
+    which = f"{reduction_type} reduction" if reduction_type else "inner reduction"
+    spec = UnsplitSpec(rows, cols, Evidence(note=f"probe: keeps every split {which} in one kernel, {what}, "
                                                  "to be measured against Inductor's split; not a proposed default"),
-                       config, element_size if config else None)
+                       config, element_size if config else None,
+                       reduction_types=(reduction_type,) if reduction_type else ())
     return dataclasses.replace(heur, unsplit=(spec,))
 
 
@@ -156,7 +160,7 @@ def configurable_kernels(spaces: Iterable[tuple[str, Any]], failed: Iterable[str
 
 
 def _cell_spec(inside: Sequence[ABPoint], config: SlotConfig | None = None,
-               kernels: tuple[tuple[str, str], ...] = ()) -> UnsplitSpec:
+               kernels: tuple[tuple[str, str], ...] = (), reduction_types: tuple[str, ...] = ()) -> UnsplitSpec:
     ratios = [p.ratio for p in inside]
     sizes = {p.element_size for p in inside}
     if config is not None and len(sizes) != 1:
@@ -171,7 +175,7 @@ def _cell_spec(inside: Sequence[ABPoint], config: SlotConfig | None = None,
                  gain_max=round(max(ratios), 4), noise=round(max(p.band for p in inside), 4),
                  note=f"one kernel, {launched}, against Inductor's split, interleaved (validate of the probes); "
                       "the measured span of a cell with no loss beyond noise"),
-        config, sizes.pop() if config is not None else None, kernels,
+        config, sizes.pop() if config is not None else None, kernels, reduction_types,
     )
 
 
@@ -191,14 +195,20 @@ def _with_config(base: Sequence[ABPoint], variant: Variant) -> tuple[list[ABPoin
 
 
 def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
-        sources: Sequence[str]) -> tuple[Heuristics, list[str]]:
+        sources: Sequence[str], reduction_type: str | None = None) -> tuple[Heuristics, list[str]]:
     """``heur`` with the unsplit rules its cells earn (replacing any it had), and one line per cell and variant.
 
     ``base`` is the A/B of the probe that keeps Inductor's config; each variant's config applies only to the
     kernels it was measured on, so a cell's problems are scored as the file would run them (``_with_config``).
     A config earns nothing where Inductor's config loses: the split is decided from sizes alone, so a kernel the
     config does not list (any kernel not measured in that cell) runs whole there with Inductor's config (held-out
-    set 21: 0.793 at a kernel no config listed). A cell takes the choice with the best geomean among those that earn."""
+    set 21: 0.793 at a kernel no config listed). A cell takes the choice with the best geomean among those that earn.
+
+    With ``reduction_type``, the rules earned key on it and replace only the file's rules of that type alone; the
+    points must then be problems whose split reduction is of that type (the caller keeps those), and a cell whose
+    span would overlap a kept rule earns nothing there (the kept rule decides)."""
+    types = (reduction_type,) if reduction_type else ()
+    kept = tuple(u for u in heur.unsplit if reduction_type and u.reduction_types != types)
     specs, lines = [], []
     for (rows, cols) in cells(heur):
         where = f"rows {rows[0]}..{rows[1]} N {cols[0]}..{cols[1]}"
@@ -217,7 +227,12 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
             if why is not None:
                 lines.append(f"{where}: {name}: Inductor's split kept: {why}")
                 continue
-            earned.append(_cell_spec(points, config, kernels))
+            spec = _cell_spec(points, config, kernels, types)
+            clash = next((u for u in kept if _meets(u.rows, spec.rows) and _meets(u.cols, spec.cols)), None)
+            if clash is not None:
+                lines.append(f"{where}: {name}: Inductor's split kept: overlaps {clash.describe()}")
+                continue
+            earned.append(spec)
             ev = earned[-1].evidence
             lines.append(f"{where}: {name}: one kernel: {len(points)} problems, geomean {ev.gain_geomean:.3f}, "
                          f"worst {ev.gain_min:.3f}")
@@ -225,5 +240,10 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
             spec = max(earned, key=lambda s: s.evidence.gain_geomean)
             specs.append(spec)
             lines.append(f"{where}: chosen: {spec.describe()}")
-    provenance = dict(heur.provenance, unsplit_evidence=list(sources))
-    return dataclasses.replace(heur, unsplit=tuple(specs), provenance=provenance), lines
+    evidence = list(heur.provenance.get("unsplit_evidence", [])) if kept else []
+    provenance = dict(heur.provenance, unsplit_evidence=evidence + [s for s in sources if s not in evidence])
+    return dataclasses.replace(heur, unsplit=kept + tuple(specs), provenance=provenance), lines
+
+
+def _meets(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]

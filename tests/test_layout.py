@@ -19,7 +19,7 @@ README_MAX_BYTES = 12_500
 
 # Module -> (lines it may keep, why it is longer than MAX_MODULE_LINES).
 LONG_MODULES: dict[str, tuple[int, str]] = {
-    "runtime/torch_rules.py": (590, "self-contained on purpose: `patch` copies its text into torch, so it imports no helper"),
+    "runtime/torch_rules.py": (600, "self-contained on purpose: `patch` copies its text into torch, so it imports no helper"),
 }
 # "module.py:function" -> (lines it may keep, why).
 LONG_FUNCTIONS = {

@@ -180,9 +180,10 @@ def _parse_unsplit(entries: Any, gpu: GpuSpec, source: str) -> tuple[UnsplitSpec
     out: list[UnsplitSpec] = []
     for i, entry in enumerate(entries):
         where = f"{source}: unsplit[{i}]"
-        if not isinstance(entry, dict) or set(entry) - {"rows", "cols", "evidence", "config", "element_size", "kernels"}:
-            raise HeuristicsError(f"{where}: must be a mapping of rows, cols, evidence and an optional config "
-                                  "with its element_size and kernels")
+        if not isinstance(entry, dict) or set(entry) - {"rows", "cols", "evidence", "config", "element_size", "kernels",
+                                                         "reduction_types"}:
+            raise HeuristicsError(f"{where}: must be a mapping of rows, cols, evidence, optional reduction_types and "
+                                  "an optional config with its element_size and kernels")
         rows = _span(_need(entry, "rows", where, list), f"{where}: rows")
         cols = _span(_need(entry, "cols", where, list), f"{where}: cols")
         if rows[1] >= 2 * gpu.sm_count or cols[0] < INNER_SPLIT_MIN_RNUMEL:
@@ -199,8 +200,12 @@ def _parse_unsplit(entries: Any, gpu: GpuSpec, source: str) -> tuple[UnsplitSpec
             pow2 = (torch_rules.next_pow2(cols[0]), torch_rules.next_pow2(cols[1]))
             cfg = _parse_config(entry["config"], "inner_looped", pow2, where)
             kernels = _unsplit_kernels(entry["kernels"], where) if "kernels" in entry else ()
+        types = entry.get("reduction_types", [])
+        named = isinstance(types, list) and all(isinstance(t, str) and _REDUCTION_TYPE.fullmatch(t) for t in types)
+        if "reduction_types" in entry and not (named and types):
+            raise HeuristicsError(f"{where}: reduction_types must be a non-empty list of reduction type names")
         out.append(UnsplitSpec(rows, cols, _parse_evidence(entry.get("evidence") or {}, where), cfg, element_size,
-                               kernels))
+                               kernels, tuple(types)))
     return tuple(out)
 
 

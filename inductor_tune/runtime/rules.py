@@ -119,11 +119,17 @@ class UnsplitSpec:
     # envelope_text): the config applies to those alone; any other kernel kept whole gets Inductor's config.
     # Empty: every kernel (a probe, which measures the config everywhere; a fit always lists them).
     kernels: tuple[tuple[str, str], ...] = ()
+    # The reduction types Inductor decides the split for (``ir.Reduction.num_splits``' reduction_type, e.g.
+    # online_softmax_reduce) that the rule keeps whole; empty: any. Sizes alone cannot tell a softmax forward from
+    # a backward of the same rows and N, and they answered the one kernel oppositely (docs/rules.md, stop 60).
+    reduction_types: tuple[str, ...] = ()
 
     def describe(self) -> str:
         what = (f": {self.config.describe()} for {len(self.kernels)} kernel(s) of {self.element_size}-byte elements"
                 if self.config else "")
-        return f"unsplit inner reductions rows {self.rows[0]}..{self.rows[1]} r={self.cols[0]}..{self.cols[1]}{what}"
+        which = f" of {'/'.join(self.reduction_types)}" if self.reduction_types else ""
+        return (f"unsplit inner reductions{which} rows {self.rows[0]}..{self.rows[1]} "
+                f"r={self.cols[0]}..{self.cols[1]}{what}")
 
     def launch_rules(self) -> tuple[torch_rules.Rule, ...]:
         """The config of the one kernel as launch rules over the same spans, one per reduction signature, each
@@ -240,7 +246,8 @@ class Heuristics:
         rules = tuple(launch_rule(r.kind, r.element_size, r.rnumel, r.xnumel, r.config, r.reductions, r.envelopes,
                                   r.rows, r.cols, r.aligned_cols, r.odd_hull)
                       for r in self.rules if r.config is not None)
-        unsplit = tuple(torch_rules.UnsplitRule(rows=tuple(u.rows), cols=tuple(u.cols)) for u in self.unsplit)
+        unsplit = tuple(torch_rules.UnsplitRule(rows=tuple(u.rows), cols=tuple(u.cols),
+                                                reduction_types=tuple(u.reduction_types)) for u in self.unsplit)
         # An unsplit rule's own config comes first: inside its spans it is what the A/B measured.
         return torch_rules.Table(self.gpu.name, self.gpu.cc, self.gpu.sm_count,
                                  self.unsplit_launch_rules() + rules, unsplit)
@@ -311,6 +318,8 @@ def unsplit_dict(spec: UnsplitSpec) -> dict[str, Any]:
         out.update(element_size=spec.element_size, config=config_dict(spec.config))
         if spec.kernels:
             out["kernels"] = [{"reductions": sig, "envelope": env} for sig, env in spec.kernels]
+    if spec.reduction_types:  # likewise for rules that key on sizes alone
+        out["reduction_types"] = list(spec.reduction_types)
     out["evidence"] = _evidence_dict(spec.evidence)
     return out
 

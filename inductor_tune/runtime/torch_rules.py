@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from typing import Any, Optional
 
 
@@ -55,6 +56,8 @@ class UnsplitRule:
 
     rows: tuple
     cols: tuple
+    # The reduction types (ir.Reduction.num_splits' reduction_type) it keeps whole; empty: any.
+    reduction_types: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -551,7 +554,14 @@ def unsplit_decision(device, reduction_numel, numel, inner_reduction: bool, tabl
         return False
     if not device_matches(DeviceProperties.create(device), table) or not device_name_matches(device.index, table):
         return False
-    return any(within(rule.rows, xnumel) and within(rule.cols, rnumel) for rule in table.unsplit)
+    # ir.Reduction.num_splits asks with sizes alone; a rule naming reduction types reads the one it decides for
+    # from that caller's frame (none found, on another torch: no such rule applies).
+    frame = sys._getframe(1) if any(rule.reduction_types for rule in table.unsplit) else None
+    while frame is not None and not (frame.f_code.co_name == "num_splits" and "_inductor" in frame.f_code.co_filename):
+        frame = frame.f_back
+    asked = frame.f_locals.get("reduction_type") if frame is not None else None
+    return any(within(rule.rows, xnumel) and within(rule.cols, rnumel)
+               and (not rule.reduction_types or asked in rule.reduction_types) for rule in table.unsplit)
 
 
 def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
