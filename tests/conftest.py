@@ -20,3 +20,17 @@ def shipped_heuristics() -> str:
     if not mine:
         pytest.skip(f"no shipped heuristic file is for {props.name}")
     return mine[0]
+
+
+@pytest.fixture(scope="module")
+def hooked():
+    """Compiles in the module go through inductor_tune's choices hook; Inductor's own class is put back after."""
+    import torch._inductor.config as inductor_config
+
+    from inductor_tune import choices
+
+    old = inductor_config.inductor_choices_class
+    choices.install()  # drops this thread's cached choices object too
+    yield
+    inductor_config.inductor_choices_class = old
+    choices.drop_cached_choices()

@@ -8,17 +8,7 @@ from inductor_tune import choices, cpu_codegen, kernels
 from inductor_tune.space import INDUCTOR_DEFAULT, SlotConfig, TrialConfig
 
 INPUTS = [((8192, 4096), torch.bfloat16), ((4096,), torch.float32)]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def hooked():
-    import torch._inductor.config as inductor_config
-
-    old = inductor_config.inductor_choices_class
-    choices.install()  # drops this thread's cached choices object too
-    yield
-    inductor_config.inductor_choices_class = old
-    choices.drop_cached_choices()
+pytestmark = pytest.mark.usefixtures("hooked")  # tests/conftest.py
 
 
 def _generate(config):

@@ -32,17 +32,6 @@ def _h200() -> heuristics.Heuristics:
     return heuristics.load(H200_FILE)
 
 
-@pytest.fixture(scope="module")
-def hooked():
-    import torch._inductor.config as inductor_config
-
-    old = inductor_config.inductor_choices_class
-    choices.install()
-    yield
-    inductor_config.inductor_choices_class = old
-    choices.drop_cached_choices()
-
-
 def _slot(name: str, rows: int = 8192, cols: int = 2048):
     spec = kernels.get_kernel(name)
     inputs = [((rows, cols), torch.bfloat16) if n in ("x", "residual") else ((cols,), torch.float32)

@@ -82,19 +82,6 @@ def test_a_typed_rule_keeps_only_its_reduction_type_whole(typed_installed):
     assert _asked_by_inductor("sum", decide(rows=100, cols=12000)) == 1  # the untyped rule: sizes alone
 
 
-@pytest.fixture
-def hooked():
-    import torch._inductor.config as inductor_config
-
-    from inductor_tune import choices
-
-    old = inductor_config.inductor_choices_class
-    choices.install()
-    yield
-    inductor_config.inductor_choices_class = old
-    choices.drop_cached_choices()
-
-
 def _kernels_of_a_row_sum(heur, monkeypatch):
     monkeypatch.setattr(installation, "_current_device_props",
                         lambda: types.SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132))
