@@ -69,6 +69,7 @@ def write_stratified(probe_file: str, draw_file: str, per_cell: int, out: str) -
     """``per_cell`` problems in each rows band x N octave cell of the probe's span (unsplit.cells), as a draw."""
     import glob
     import math
+    import pathlib
     import random
 
     from inductor_tune.app.validate import write_draw
@@ -78,7 +79,7 @@ def write_stratified(probe_file: str, draw_file: str, per_cell: int, out: str) -
     with open(draw_file) as f:
         draw = Draw.from_json(f.read())
     held = {tuple(p) for path in glob.glob(os.path.join(os.path.dirname(__file__), "heldout", "*.json"))
-            for p in Draw.from_json(open(path).read()).problems}
+            for p in Draw.from_json(pathlib.Path(path).read_text()).problems}
     rng, problems = random.Random(draw.seed), []
     (rows_lo, rows_hi), (cols_lo, cols_hi) = probe.unsplit[0].rows, probe.unsplit[0].cols
     log_uniform = lambda lo, hi: int(round(math.exp(rng.uniform(math.log(lo), math.log(hi + 0.999)))))  # noqa: E731

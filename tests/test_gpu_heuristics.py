@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import torch
+from gpu_fixtures import reduction_kernels
 
 pytestmark = [
     pytest.mark.gpu,
@@ -265,13 +266,6 @@ def test_an_unsplit_rule_keeps_a_split_reduction_in_one_kernel_and_nothing_else(
     import inductor_tune
     from inductor_tune import heuristics, unsplit
     from inductor_tune.runtime.rules import UnsplitSpec
-
-    def reduction_kernels(compiled, *args) -> int:
-        from torch._inductor.utils import run_and_get_code
-
-        _, codes = run_and_get_code(compiled, *args)
-        return sum(code.count("@triton_heuristics.reduction(") + code.count("@triton_heuristics.persistent_reduction(")
-                   for code in codes)
 
     heur = heuristics.load(HEURISTICS)
     name = torch.cuda.get_device_name()

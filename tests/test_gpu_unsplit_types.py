@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 import torch
+from gpu_fixtures import reduction_kernels
 
 pytestmark = [
     pytest.mark.gpu,
@@ -13,14 +14,6 @@ pytestmark = [
 ]
 
 HEURISTICS = "heuristics/h200.yaml"
-
-
-def _reduction_kernels(compiled, *args) -> int:
-    from torch._inductor.utils import run_and_get_code
-
-    _, codes = run_and_get_code(compiled, *args)
-    return sum(code.count("@triton_heuristics.reduction(") + code.count("@triton_heuristics.persistent_reduction(")
-               for code in codes)
 
 
 def test_an_online_softmax_rule_keeps_the_softmax_whole_and_leaves_a_norm_of_its_size_split():
@@ -45,16 +38,16 @@ def test_an_online_softmax_rule_keeps_the_softmax_whole_and_leaves_a_norm_of_its
         return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps=1e-6)
 
     torch._dynamo.reset()
-    split_softmax = _reduction_kernels(torch.compile(softmax), x)
-    split_norm = _reduction_kernels(torch.compile(norm), x, w)
+    split_softmax = reduction_kernels(torch.compile(softmax), x)
+    split_norm = reduction_kernels(torch.compile(norm), x, w)
     with inductor_tune.install(rule) as handle:
         assert handle.active, handle.reason
         torch._dynamo.reset()
         mark = len(heuristics.applied_rules())
         kept = torch.compile(softmax)
-        assert _reduction_kernels(kept, x) == 1 < split_softmax
+        assert reduction_kernels(kept, x) == 1 < split_softmax
         assert [line for line in heuristics.applied_rules()[mark:] if line.startswith("unsplit")]
         torch.testing.assert_close(kept(x), softmax(x), atol=2e-2, rtol=2e-2)
         torch._dynamo.reset()
-        assert _reduction_kernels(torch.compile(norm), x, w) == split_norm > 1
+        assert reduction_kernels(torch.compile(norm), x, w) == split_norm > 1
     torch._dynamo.reset()
