@@ -12,7 +12,7 @@ import torch
 
 from inductor_tune import model_blocks, models
 from inductor_tune.gpu import GpuIdentity
-from inductor_tune.models import DEFAULT, RULES, ModelSpec
+from inductor_tune.models import DEFAULT, DEFAULT_AGAIN, RULES, ModelSpec
 from inductor_tune.store import Store
 from inductor_tune.validate import NOISE_FLOOR
 
@@ -182,11 +182,12 @@ def test_both_graphs_of_each_variant_compile_under_its_install_state():
     data = models.measure_model(TINY["llama"], None, rounds=3, steps=1, device="cpu", dtype="fp32",
                                 backend=recorder.backend(), impl="plain", install=recorder.install,
                                 on_stage=stages.append)
-    assert stages == ["default compile", "rules compile", "timing"]
-    # Forward and the lazily compiled backward: the default without the rules, then each with them.
-    assert recorder.seen == [("fw", False), ("bw", False), ("fw", True), ("bw", True)]
+    assert stages == ["default compile", "rules compile", "default second compile", "timing"]
+    # Forward and the lazily compiled backward: the default without the rules, then each with them, then the
+    # default's second compile without them (the rules were given back).
+    assert recorder.seen == [("fw", False), ("bw", False), ("fw", True), ("bw", True), ("fw", False), ("bw", False)]
     assert data["failure"] is None and data["implementation"] == "plain"
-    assert [len(data["times"][v]) for v in (DEFAULT, RULES)] == [3, 3]
+    assert [len(data["times"][v]) for v in (DEFAULT, RULES, DEFAULT_AGAIN)] == [3, 3, 3]
     assert set(data["profiles"]) == {DEFAULT, RULES}
     result = models.summarize(data)
     # Timed on a busy CPU, so either verdict may come out; no failure may.
@@ -233,7 +234,8 @@ def test_both_variants_compile_with_inductor_on_the_cpu():
                                 install=recorder.install)
     assert data["failure"] is None, data["failure"]
     # No Triton kernels on the CPU: nothing to compare, nothing changed.
-    assert data["choices"] == {DEFAULT: [], RULES: []} and data["kernels_changed"] == 0
+    assert data["choices"] == {DEFAULT: [], RULES: [], DEFAULT_AGAIN: []}
+    assert data["kernels_changed"] == data["kernels_changed_again"] == 0
     assert models.summarize(data).status in ("ok", "REGRESSED")
 
 
@@ -287,6 +289,38 @@ def test_regressed_means_slower_in_every_round_and_beyond_noise(base, rules, reg
     assert (r.ratio_low, r.ratio_high) == (pytest.approx(min(ratios)), pytest.approx(max(ratios)))
     assert r.noise == pytest.approx((max(base) - min(base)) / sorted(base)[1])
     assert NOISE_FLOOR == pytest.approx(0.015)
+
+
+@pytest.mark.parametrize("rules, again, regressed", [
+    ([11.0, 11.1, 11.05], [11.2, 11.3, 11.25], False),  # slower than the first compile, not than the second
+    ([11.0, 11.1, 11.05], [10.0, 10.1, 10.05], True),  # slower than both compiles of the default
+    ([11.0, 11.1, 11.05], [10.6, 11.3, 10.9], False),  # the second compile is faster in one round
+])
+def test_a_step_regresses_only_where_it_is_slower_than_each_compile_of_the_default(rules, again, regressed):
+    data = _data([10.0, 10.1, 10.05], rules)
+    data["times"][DEFAULT_AGAIN] = again
+    r = models.summarize({**data, "kernels_changed_again": 2})
+    assert r.regressed is regressed and r.status == ("REGRESSED" if regressed else "ok")
+    assert r.default_again_ms == pytest.approx(sorted(again)[1])
+    assert r.again_ratio == pytest.approx(10.05 / sorted(again)[1]) and r.kernels_changed_again == 2
+    table = models.render([r])
+    assert f"{r.again_ratio:.3f} (2 changed)" in table and "Inductor's default compiled twice" in table
+    # Records before the second compile was timed read as they did.
+    old = models.summarize(_data([10.0, 10.1, 10.05], rules))
+    assert old.regressed and old.again_ratio is None and "compiled twice" not in models.render([old])
+
+
+def test_the_timed_rounds_rotate_which_variant_goes_first(monkeypatch):
+    from inductor_tune import model_blocks
+
+    timed = []
+    monkeypatch.setattr(model_blocks, "median_step_ms",
+                        lambda step, steps, device: timed.append(step.__self__) or 1.0)
+    data = _measure(_Recorder(), rounds=3)
+    assert data["failure"] is None and len(timed) == 9
+    rounds = [timed[i:i + 3] for i in range(0, 9, 3)]
+    # Each round times the three variants once, and each of them goes first in one round.
+    assert all(len({id(run) for run in r}) == 3 for r in rounds) and len({id(r[0]) for r in rounds}) == 3
 
 
 def test_reduction_share_and_speedup_come_from_the_reduction_kernels():
