@@ -311,8 +311,6 @@ def test_a_step_regresses_only_where_it_is_slower_than_each_compile_of_the_defau
 
 
 def test_the_timed_rounds_rotate_which_variant_goes_first(monkeypatch):
-    from inductor_tune import model_blocks
-
     timed = []
     monkeypatch.setattr(model_blocks, "median_step_ms",
                         lambda step, steps, device: timed.append(step.__self__) or 1.0)
