@@ -21,8 +21,10 @@ FILL=$(sed 1,2d $list | head -n -2 | paste -sd' ')
 PRE=$(sed 1,2d $list | head -n -1 | paste -sd' ')
 prespan=experiments/candidates/h200-s$stop-prespan.yaml; cand=experiments/candidates/h200-s$stop.yaml
 head -n -1 $list > /tmp/h200-s$stop-prespan.txt
-# fit.sh reads a list's unsplit probes from the file beside it; the fit without the span round reads the same ones.
+# fit.sh reads a list's unsplit probes and typed rules from the files beside it; the fit without the span round reads
+# the same ones.
 [ ! -f ${list%.txt}.unsplit ] || cp ${list%.txt}.unsplit /tmp/h200-s$stop-prespan.unsplit
+[ ! -f ${list%.txt}.typed ] || cp ${list%.txt}.typed /tmp/h200-s$stop-prespan.typed
 # With MULTI_KERNEL=k the refit gets multi-kernel entries of up to k configs per size group from the same list
 # (experiments/multikernel_fit.py, experiments/candidates/h200-sSTOP-mkK.yaml), and that file is the one scored.
 scored=$cand; mk_step=()

@@ -5,9 +5,10 @@
 #
 # distill reads the list's databases in order (lines after its two-line header), experiments/unsplit_fit.py adds
 # the unsplit rule (its kernels from the databases the first unsplit fit read,
-# experiments/fits/unsplit-kernels-from.txt; its probes: the 16-warp one, and those of LIST.unsplit where it exists)
-# and experiments/mixtune/candidate.py the split-autotune entries.  The steps are deterministic: the same list and
-# databases give the same digest, on the CPU or on a GPU machine.
+# experiments/fits/unsplit-kernels-from.txt; its probes: the 16-warp one, and those of LIST.unsplit where it exists),
+# experiments/mixtune/candidate.py the split-autotune entries, and LIST.typed, where it exists, the unsplit rules
+# keyed on a reduction type. The steps are deterministic: the same list and databases give the same digest, on the
+# CPU or on a GPU machine.
 set -euo pipefail
 fitlist=$1; out=$2; work=$(mktemp -d)
 here=$(dirname "$0")
@@ -24,6 +25,15 @@ python3 experiments/unsplit_fit.py fit "$work/launch.yaml" --evidence db/unsplit
   "${variants[@]}" --kernels-from "$(paste -sd, "$here/unsplit-kernels-from.txt")" --out "$work/unsplit.yaml"
 python3 experiments/mixtune/candidate.py "$work/unsplit.yaml" experiments/mixtune/probe-up-m5.yaml "$out" \
   db/mixtune-probe-up-m5.sqlite db/mixtune2-probe-up-m5.sqlite db/mixtune3-probe-up-m5.sqlite
+# Unsplit rules keyed on a reduction type (stop 60), one line of LIST.typed each: TYPE EVIDENCE-DBS PROBE.yaml=DB,...
+# (the 047ab3bb method: its kernels from the list's own databases). Lists before stop 62 have none.
+if [ -f "${fitlist%.txt}.typed" ]; then
+  while read -r rtype evidence variant; do
+    python3 experiments/unsplit_fit.py fit "$out" --reduction-type "$rtype" --evidence "$evidence" \
+      --variant "$variant" --kernels-from "$(printf '%s\n' "${dbs[@]}" | paste -sd,)" --out "$work/typed.yaml"
+    mv "$work/typed.yaml" "$out"
+  done < <(grep -v '^#' "${fitlist%.txt}.typed" | grep .)
+fi
 python3 -c "from inductor_tune.runtime.rulefile import load; h = load('$out'); \
 print('$out', h.digest()[:8], len(h.rules), 'rules', sum(1 for r in h.rules if r.config), 'with a config')"
 rm -rf "$work"
