@@ -173,13 +173,17 @@ class GateSummary:
     drawn: int
     failures: tuple[tuple[str, str], ...]  # (problem, why): no compile, no check, no timing
     measured: int
-    touched: int  # problems whose compile under the rules chose other launch configs
+    touched: int  # problems a rule applied to (as the runtime logged it), those of ``same_program`` included
     geomean_touched: float  # speedup, default time / heuristics time (> 1: faster); nan without touched ones
     geomean_all: float
     worst_ratio: float  # over touched problems
     worst_problem: str
     regressions: tuple[str, ...]
     seed: int | None = None
+    # touched problems whose compile built Inductor's own kernels and configs anyway (``validate.same_program``),
+    # and the worst ratio among them: compile-to-compile variance, which cannot regress
+    same_program: int = 0
+    worst_same_program: float = float("nan")
 
     @property
     def passed(self) -> bool:
@@ -190,7 +194,9 @@ class GateSummary:
         lines = [
             f"gate: seed {self.seed}, {self.drawn} problems drawn, {self.measured} measured, "
             f"{len(self.failures)} failed to compile or check",
-            f"rules touched {self.touched} of {self.measured} measured problems",
+            f"rules touched {self.touched} of {self.measured} measured problems"
+            + (f" ({self.same_program} of them compiled to Inductor's own kernels and launch configs, which cannot "
+               f"regress: worst {fmt(self.worst_same_program)})" if self.same_program else ""),
             f"heuristics vs Inductor default: geomean {fmt(self.geomean_touched)} over touched problems, "
             f"{fmt(self.geomean_all)} over all; worst touched {fmt(self.worst_ratio)}"
             + (f" ({self.worst_problem})" if self.worst_problem else ""),
@@ -232,4 +238,6 @@ def summarize_gate(rows: Sequence[Any], draw: Draw | None = None) -> GateSummary
         worst_problem=worst,
         regressions=tuple(label for label, row in measured if row.regressed),
         seed=draw.seed if draw is not None else None,
+        same_program=sum(row.same_program for _, row in measured),
+        worst_same_program=min((ratios[label] for label, row in measured if row.same_program), default=float("nan")),
     )

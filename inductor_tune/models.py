@@ -31,10 +31,9 @@ import statistics
 import time
 import traceback
 import types
-from collections import Counter
 from typing import Any, Callable, Mapping, Sequence
 
-from .validate import NOISE_FLOOR, slower_beyond_noise
+from .validate import NOISE_FLOOR, kernels_changed, slower_beyond_noise
 
 log = logging.getLogger(__name__)
 
@@ -159,31 +158,6 @@ def kernel_time_breakdown(steps: Sequence[Sequence[tuple[str, float]]]) -> dict[
             "fixed_config_kernels": sum(name.startswith("triton_unk_") for name in by_kernel),
             "profiled_steps": len(per_step), "step_totals_us": [sum(by_name.values()) for by_name in per_step],
             "by_kernel": by_kernel}
-
-
-def _kernel_key(entry: Mapping[str, Any]) -> tuple[str, str]:
-    # Forward and backward graphs number their kernels alike, and a forced config renames the
-    # category (triton_per_ -> triton_unk_): match on the fused ops and the sizes.
-    name = re.sub(r"_\d+$", "", re.sub(r"^triton_[a-z]+_", "", str(entry.get("kernel", ""))))
-    return name, json.dumps(entry.get("size_hints"), sort_keys=True)
-
-
-def kernels_changed(default_choice: Sequence[Mapping], rules_choice: Sequence[Mapping]) -> int:
-    """Kernels of the rules' compile (``evaluate.inductor_choices_made``) whose launch config no kernel of
-    the default compile has.  A kernel the rules left alone has the default's source, so Inductor reuses
-    it and it is not among the rules' new kernels; one still autotuning among candidates was not forced
-    (a rule forces exactly one config) and is skipped so that autotuning noise does not count."""
-    seen = Counter((_kernel_key(e), json.dumps(e.get("config"), sort_keys=True)) for e in default_choice)
-    changed = 0
-    for entry in rules_choice:
-        if (entry.get("candidates") or 1) > 1:
-            continue
-        key = (_kernel_key(entry), json.dumps(entry.get("config"), sort_keys=True))
-        if seen[key]:
-            seen[key] -= 1
-        else:
-            changed += 1
-    return changed
 
 
 class _NotInstalled(RuntimeError):
