@@ -190,6 +190,36 @@ def test_a_split_autotune_entry_lets_inductor_time_splits_and_keeps_the_result_r
     torch_rules._UNFIT.clear()
 
 
+def test_an_entry_that_keeps_inductors_split_compiles_inductors_program():
+    """An entry whose margin no other split clears: Inductor times splits while it compiles, keeps its own, and the
+    program is the default's, kernel for kernel and config for config (``validate.same_program``; held-out set
+    55's one regression was such a problem, stop 62). Compiled as ``variants.measure_variants`` compiles them."""
+    import json
+
+    from inductor_tune import evaluate, heuristics, validate
+    from inductor_tune.evaluate import CompiledCall, Problem, ProblemState
+    from inductor_tune.kernels import Shape
+    from inductor_tune.space import INDUCTOR_DEFAULT
+
+    props = torch.cuda.get_device_properties(0)
+    gpu = heuristics.GpuSpec(props.name, "test", f"{props.major}.{props.minor}", props.multi_processor_count, "", "")
+    entry = heuristics.MixAutotuneSpec((8192, 65536), (1024, 8192), 2, min_split=1, margin=100.0, up_only=True)
+    state = ProblemState(Problem("rmsnorm_bwd", Shape(16384, 4096), "bf16"))
+    before = evaluate._autotuner_ids()
+    evaluate.compile_plan(state, INDUCTOR_DEFAULT)
+    default_choice = json.loads(evaluate.inductor_choices_made(before))
+    before, mark = evaluate._autotuner_ids(), len(heuristics.applied_rules())
+    with heuristics.install(heuristics.Heuristics(gpu, (), mix_autotune=(entry,))) as handle:
+        assert handle.active, handle.reason
+        CompiledCall(state.problem, state.inputs, state.grad_output).compile()
+    rules_choice = json.loads(evaluate.inductor_choices_made(before))
+    (applied,) = heuristics.applied_rules()[mark:]
+    timed = [c for c in rules_choice if c["kernel"] == validate.TIMED_WHILE_COMPILING]
+    assert "Inductor autotunes the split" in applied and len(timed) >= 2, (applied, rules_choice)
+    data = {"default_choice": default_choice, "heuristic_choice": rules_choice}
+    assert validate.same_program(data), (default_choice, rules_choice)
+
+
 def test_a_rule_that_does_not_fit_falls_back_to_inductors_configs_and_warns(caplog):
     """A mix-order rule whose pipelined config needs far more shared memory than the GPU has (the kind of
     failure a Llama decoder's fused RMSNorm backward hit): forced directly, the compile fails; installed
