@@ -208,7 +208,10 @@ def test_an_entry_that_keeps_inductors_split_compiles_inductors_program():
     before, mark = evaluate._autotuner_ids(), len(heuristics.applied_rules())
     with heuristics.install(heuristics.Heuristics(gpu, (), mix_autotune=(entry,))) as handle:
         assert handle.active, handle.reason
-        CompiledCall(state.problem, state.inputs, state.grad_output).compile()
+        # Kept alive: inductor_choices_made finds the compile's autotuners among live objects (stop 63's first run
+        # dropped the call here and found none).
+        call = CompiledCall(state.problem, state.inputs, state.grad_output)
+        call.compile()
     rules_choice = json.loads(evaluate.inductor_choices_made(before))
     (applied,) = heuristics.applied_rules()[mark:]
     timed = [c for c in rules_choice if c["kernel"] == validate.TIMED_WHILE_COMPILING]
