@@ -17,8 +17,8 @@ LLAMA_4096 = {(8192, 4096), (1, 8192)}  # the reduction kernels of db/models-h20
 
 
 def test_stop_63_the_refit_launches_the_shipped_configs_at_both_large_llama_steps():
-    # The H200 records of stop 62: the rules differ only at a softmax-backward key of rnumel 2048, which the Llama
-    # and GPT-2 steps (SDPA attention) never compile.
+    # The H200 records of stop 62. At these steps' kernel sizes the two files differ only at a softmax-backward key
+    # of rnumel 2048, which the Llama and GPT-2 steps (SDPA attention) never compile.
     lines = model_launches.compare(SHIPPED_S61, REFIT_S62, "db/models-h200-s61.sqlite",
                                    ["llama-2048", "llama-4096", "llama-8192"])
     assert lines[:3] == ["unsplit: equal", "mix_autotune: equal", "multi_kernel: equal"]
