@@ -237,9 +237,9 @@ def cmd_crossmeasure(args) -> int:
     from .app.crossmeasure import CrossmeasureRequest, crossmeasure
 
     if args.rounds < 2 or min(args.top, args.max_configs) < 1 or \
-            min(args.neighbours, args.span_probes, args.edge_probes, args.fill) < 0:
+            min(args.neighbours, args.span_probes, args.edge_probes, args.hull_probes, args.fill) < 0:
         raise CliError("--rounds must be at least 2, --top and --max-configs at least 1, --neighbours, "
-                       "--span-probes, --edge-probes and --fill at least 0")
+                       "--span-probes, --edge-probes, --hull-probes and --fill at least 0")
     if args.fill and (args.span_probes or args.edge_probes):
         raise CliError("--fill times the shapes already measured; it does not go with --span-probes or --edge-probes")
     if args.fill_share is not None and not args.fill:
@@ -253,7 +253,7 @@ def cmd_crossmeasure(args) -> int:
         experiment_mod.parse_shapes(args.hold_out) if args.hold_out else (),
         () if args.probes == "none" else comma_list(args.probes),
         gpu_index(args.gpu), worker_count(args.workers), args.replay, progress=not args.no_progress,
-        span_probes=args.span_probes, edge_probes=args.edge_probes, fill=args.fill,
+        span_probes=args.span_probes, edge_probes=args.edge_probes, hull_probes=args.hull_probes, fill=args.fill,
         fill_share=args.fill_share,
         seed=int_option("--seed", args.seed, 0),
         probe_max_gib=probe_max_gib,

@@ -153,6 +153,9 @@ def _crossmeasure_arguments(sub) -> None:
     c.add_argument("--edge-probes", type=int, default=0, metavar="K",
                    help="with or instead of --span-probes: K probes at each kernel a config rule matches, with rows "
                    "in the lowest octave of the rule's rows, where its grid is smallest (default 0: off)")
+    c.add_argument("--hull-probes", type=int, default=0, metavar="K",
+                   help="with --span-probes: K more probes per config rule at odd N inside its rows and N span but "
+                   "outside the hull of its odd evidence, which a win grows (default 0: off)")
     c.add_argument("--fill", type=int, default=0, metavar="K",
                    help="instead of the studied shapes: where no config of a size group (or of a row band the fit "
                    "cuts) timed at all of its shapes is adoptable, time its K adoptable candidates timed at the most "

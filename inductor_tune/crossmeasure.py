@@ -47,6 +47,13 @@ not generate them, and ``distill`` drops it.  On an H200 round 7 lost three of t
 softmax forward at N 8193..16384 so (8, 30 and 208 rows), with them two alignment classes, and a rule that won
 1.43x over 109 shapes stayed held back (docs/rules.md, stop 39).  So a probe of an inner reduction is never
 drawn there (``split_rows``), and an edge octave starts above it.
+
+Hull probes.  At odd N a rule covers only the convex hull of its odd evidence (``distill.odd_hull``, since stop 54),
+and span probes spread over the whole span fill that hull slowly: on an H200 the best found at
+``prenorm_rmsnorm_train_fwd`` 32220x3159 was 1.78x the default, with a rule of that config whose odd evidence
+stopped at 32066 rows (stop 64).  So ``hull_per_rule`` more probes per config rule take odd N inside its rows and N
+span but outside that hull, where a win grows the hull and a loss holds the rule back, as any span probe's does.
+They go with a span round only: alone, a round of odd N would leave every rule it probed unsettled (``settle``).
 """
 
 from __future__ import annotations
@@ -203,19 +210,21 @@ def aligned_cols(cols: int, lo: int, hi: int, alignment: tuple[int, int]) -> int
 
 def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: Container[tuple[int, int]] = (),
                 max_configs: int = 8, params: FitParams = FitParams(), edge_per_kernel: int = 0,
-                max_bytes: int = SPAN_PROBE_MAX_BYTES, split_rows: int = 0, capability_major: int = 9
-                ) -> list[PlanItem]:
+                max_bytes: int = SPAN_PROBE_MAX_BYTES, split_rows: int = 0, capability_major: int = 9,
+                hull_per_rule: int = 0) -> list[PlanItem]:
     """``per_group`` random probes inside the span of each size group whose fitted rule sets a config (see
     the module's docstring), each timing that config and the group's covered candidates, at most
-    ``max_configs``; and ``edge_per_kernel`` more per kernel the rule matches, at its lowest rows (edge
-    probes).  A pure function of its arguments; ``avoid``: (rows, cols) kept out for every kernel
+    ``max_configs``; ``edge_per_kernel`` more per kernel the rule matches, at its lowest rows (edge
+    probes); and ``hull_per_rule`` more at odd N outside the rule's odd hull (hull probes).  A pure function of its arguments; ``avoid``: (rows, cols) kept out for every kernel
     (held-out draws), besides every shape the points measured; ``max_bytes``: the most a probe may keep
     resident on the GPU; ``split_rows``: rows below which Inductor splits an inner reduction of N above
     8192 (2 x the GPU's SMs; 0: none), where no probe of one is drawn (the module's docstring says why), and
     where a rule fitted on split kernels (focused studies) takes its probes (``split_probes``)."""
     rng = random.Random(seed)
-    # Edge and split probes draw from their own streams, so a seed's span probes are the same with or without them.
+    # Edge, split and hull probes draw from their own streams, so a seed's span probes are the same with or without
+    # them.
     edge_rng, split_rng = random.Random(f"edge:{seed}"), random.Random(f"split:{seed}")
+    hull_rng = random.Random(f"hull:{seed}")
     rules = fit_rules(points, params)
     taken = {p.compiled for p in points}
     items: list[PlanItem] = []
@@ -234,6 +243,9 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
             items += draw.probes(per_group, rule.rows, draw.kernels, rng)
             if edge_per_kernel:
                 items += _edge_probes(draw, rule.rows, edge_per_kernel, edge_rng)
+            if hull_per_rule and rule.odd_hull:
+                items += draw.probes(hull_per_rule, rule.rows, draw.kernels, hull_rng, classes=((2, 1),),
+                                     outside=rule.odd_hull)
     return items
 
 
@@ -321,9 +333,11 @@ class _ProbeDraw:
     cols: tuple[int, int] | None = None
 
     def probes(self, count: int, rows_band: tuple[int, int], kernels: Sequence[tuple[str, str]], rng: random.Random,
-               first_class: int = 0) -> list[PlanItem]:
+               first_class: int = 0, classes: Sequence[tuple[int, int]] = ALIGNMENT_CLASSES,
+               outside: tuple = ()) -> list[PlanItem]:
         """``count`` probes with rows log-uniform over ``rows_band`` and N in the bucket and the rule's N span, in
-        each alignment class in turn from ``first_class``, kernels in turn (none: the nearest studied shape's)."""
+        each of ``classes`` in turn from ``first_class``, kernels in turn (none: the nearest studied shape's); with
+        ``outside`` (a rule's odd hull), none inside it."""
         from .gate import resident_bytes
 
         (rows_lo, rows_hi), (cols_lo, cols_hi) = rows_band, (max(self.r // 2 + 1, 1), self.r)
@@ -339,10 +353,11 @@ class _ProbeDraw:
             # Every attempt draws the same two numbers, so the sequence depends only on the seed, the
             # groups and the rejections.
             rows = min(rows_hi, max(rows_lo, round(math.exp(rng.uniform(math.log(rows_lo), math.log(rows_hi))))))
-            alignment = ALIGNMENT_CLASSES[(first_class + placed) % len(ALIGNMENT_CLASSES)]
+            alignment = classes[(first_class + placed) % len(classes)]
             cols = aligned_cols(rng.randint(cols_lo, cols_hi), cols_lo, cols_hi, alignment)
             if cols is None or (rows, cols) in self.taken or (rows, cols) in self.avoid \
-                    or (rows < self.split_rows and cols >= INNER_SPLIT_MIN_RNUMEL):
+                    or (rows < self.split_rows and cols >= INNER_SPLIT_MIN_RNUMEL) \
+                    or (outside and torch_rules.within_odd_hull(outside, rows, cols)):
                 continue
             # Kernels in turn, as alignment classes (the module's docstring says why).
             if kernels:

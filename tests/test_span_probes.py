@@ -13,6 +13,7 @@ import pytest
 from fake_pools import TimedByConfig
 
 from inductor_tune import cli, crossmeasure, distill, gate
+from inductor_tune.runtime import torch_rules
 from inductor_tune.space import slot_violations
 from inductor_tune.store import Store
 
@@ -163,7 +164,8 @@ def test_validate_draw_out_fixes_a_draw_without_a_gpu_and_never_rewrites_it(tmp_
     ('{"seed": 1}', "problems"),
     ("not json", "Expecting value"),
 ])
-def test_crossmeasure_span_probe_arguments_and_bad_draw_files_are_one_line(tmp_path, capsys, text, fragment):
+def test_crossmeasure_span_probe_arguments_and_bad_draw_files_are_one_line(tmp_path, capsys, monkeypatch, text,
+                                                                          fragment):
     dbs = list(fx.fixture_dbs())
     storage = tmp_path / "cm.sqlite"
     good = tmp_path / "held.json"
@@ -176,16 +178,29 @@ def test_crossmeasure_span_probe_arguments_and_bad_draw_files_are_one_line(tmp_p
     assert cli.main([*base, "--edge-probes", "1", "--seed", "4", "--avoid-draw", str(good)]) == 0
     out = capsys.readouterr().out
     assert "0 shape(s) + 1 probe(s) where no study ran" in out and not storage.exists()
+    # Hull probes go through to the draw (the fixture's rules have no odd evidence, so no hull to probe past).
+    asked = []
+    monkeypatch.setattr(crossmeasure, "span_probes",
+                        lambda *a, span_probes=crossmeasure.span_probes, **k: asked.append(k) or span_probes(*a, **k))
+    assert cli.main([*base, "--span-probes", "5", "--hull-probes", "2", "--seed", "4", "--avoid-draw", str(good)]) == 0
+    assert [k["hull_per_rule"] for k in asked] == [2] and not storage.exists()
+    monkeypatch.undo()
+    capsys.readouterr()
     bad = tmp_path / "bad.json"
     bad.write_text(text)
     for argv, message in [
         (["--span-probes", "5", "--avoid-draw", str(bad)], f"--avoid-draw: {bad} is not a draw"),
         (["--span-probes", "5", "--avoid-draw", str(tmp_path / "absent.json")], "--avoid-draw: cannot read"),
-        (["--span-probes", "-1"], "--span-probes, --edge-probes and --fill at least 0"),
+        (["--span-probes", "-1"], "--span-probes, --edge-probes, --hull-probes and --fill at least 0"),
         # A round of fewer probes than alignment classes cannot settle a rule (distill's settle_rules).
         (["--span-probes", "4"], "--span-probes 4: a span round needs at least 5 probes per rule"),
         (["--span-probes", "1", "--edge-probes", "1"], "--span-probes 1: a span round needs at least 5"),
-        (["--edge-probes", "-1"], "--span-probes, --edge-probes and --fill at least 0"),
+        (["--edge-probes", "-1"], "--span-probes, --edge-probes, --hull-probes and --fill at least 0"),
+        (["--span-probes", "5", "--hull-probes", "-1"],
+         "--span-probes, --edge-probes, --hull-probes and --fill at least 0"),
+        # Alone, a round of odd N would be the latest in its rules' spans and settle none of them.
+        (["--hull-probes", "2"], "--hull-probes go with --span-probes"),
+        (["--edge-probes", "1", "--hull-probes", "2"], "--hull-probes go with --span-probes"),
         (["--span-probes", "5", "--seed", "-3"], "--seed"),
         (["--span-probes", "5", "--replay", dbs[0]], "--span-probes, --edge-probes or --fill with --replay"),
         (["--edge-probes", "1", "--replay", dbs[0]], "--span-probes, --edge-probes or --fill with --replay"),
@@ -296,3 +311,71 @@ def test_probes_keep_within_the_memory_bound_they_are_given(spanning, tmp_path, 
         assert cli.main([*base, "--max-gib", gib]) == 0
         counts.append(sum(int(n) for n in re.findall(r"\+ (\d+) probe\(s\)", capsys.readouterr().out)))
     assert counts[0] > counts[1]
+
+
+def _hull_items(points, seed, per_rule=2):
+    """The hull probes of a round: what ``hull_per_rule`` adds to the same seed's span probes, which stay the same."""
+    span = crossmeasure.span_probes(points, 5, seed=seed)
+    both = crossmeasure.span_probes(points, 5, seed=seed, hull_per_rule=per_rule)
+    assert both == crossmeasure.span_probes(points, 5, seed=seed, hull_per_rule=per_rule)  # a pure function
+    labels = {i.point.label for i in span}
+    assert labels <= {i.point.label for i in both}
+    return [i for i in both if i.point.label not in labels]
+
+
+def test_hull_probes_take_odd_n_outside_each_rules_odd_hull_inside_its_span(spanning):
+    """At odd N a rule covers only the hull of its odd evidence; a hull probe lies where it does not yet reach (at
+    ``prenorm_rmsnorm_train_fwd`` 32220x3159 an H200 rule's odd evidence stopped 0.5 % short in rows; stop 64)."""
+    rules = distill.fit_rules(spanning)
+    items = _hull_items(spanning, seed=9)
+    assert items
+    per_rule = collections.Counter()
+    for item in items:
+        p = item.point
+        rule = _rule_of(rules, p)
+        assert rule is not None and rule.odd_hull and item.configs[0] == rule.config
+        assert p.cols % 2 == 1 and not torch_rules.within_odd_hull(rule.odd_hull, p.rows, p.cols)
+        assert rule.rows[0] <= p.rows <= rule.rows[1] and rule.cols[0] <= p.cols <= rule.cols[1]
+        assert p.probe and p.span and (p.rows, p.cols) not in {(q.rows, q.cols) for q in spanning}
+        per_rule[id(rule), p.r_pow2] += 1  # a rule merged over several size groups is probed in each
+    assert set(per_rule.values()) <= {1, 2} and 2 in per_rule.values()
+
+
+def test_hull_probes_keep_out_of_a_hull_that_covers_half_the_span(spanning, monkeypatch):
+    """The fixture's odd evidence lies at one N per group, so its hulls are thin; here each config rule's hull is
+    the half of its rows and N span below the diagonal, and every hull probe lands above it."""
+    def odd(n, step):
+        return n if n % 2 else n + step
+
+    def halved(rule):
+        lo, hi = odd(rule.cols[0], 1), odd(rule.cols[1], -1)
+        return dataclasses.replace(rule, odd_hull=((rule.rows[0], lo), (rule.rows[1], lo), (rule.rows[1], hi)))
+
+    fit = crossmeasure.fit_rules
+    monkeypatch.setattr(crossmeasure, "fit_rules", lambda *a, **k: [halved(r) if r.config is not None else r
+                                                                    for r in fit(*a, **k)])
+    rules = crossmeasure.fit_rules(spanning)
+    items = _hull_items(spanning, seed=9, per_rule=4)
+    assert len(items) > 10
+    for item in items:
+        rule = _rule_of(rules, item.point)
+        assert not torch_rules.within_odd_hull(rule.odd_hull, item.point.rows, item.point.cols), item.point.label
+
+
+def test_a_winning_hull_probe_grows_its_rules_odd_hull(spanning, tmp_path):
+    """Measured winning, a hull probe joins its rule's odd evidence, and the refit's hull reaches it."""
+    items = _hull_items(spanning, seed=9)
+    round_ = crossmeasure.span_probes(spanning, 5, seed=9, hull_per_rule=2)
+    store = Store(f"sqlite:///{tmp_path}/hull.sqlite")
+    assert crossmeasure.run(round_, TimedByConfig(()), store, rounds=3)["stored"] == len(round_)
+    opened = fx.stores([*fx.fixture_dbs(), f"{tmp_path}/hull.sqlite"])
+    labels = {i.point.label for i in round_}
+    probes = [p for p in distill.load_points(opened, distill.select_gpu(opened, "H200"))[0] if p.label in labels]
+    assert len(probes) == len(round_)
+    before, after = distill.fit_rules(spanning), distill.fit_rules([*spanning, *probes])
+    for item in items:
+        p = next(q for q in probes if q.label == item.point.label)
+        assert distill._rule_for(before, p) is None or distill._rule_for(before, p).config is None
+        rule = distill._rule_for(after, p)
+        assert rule is not None and rule.config is not None and rule.odd_hull
+        assert torch_rules.within_odd_hull(rule.odd_hull, p.rows, p.cols)

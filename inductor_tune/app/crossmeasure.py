@@ -40,6 +40,8 @@ class CrossmeasureRequest:
     span_probes: int = 0
     # Edge probes: this many per kernel a config rule matches, at the lowest octave of its rows.
     edge_probes: int = 0
+    # Hull probes, with span probes only: this many per config rule at odd N outside the hull of its odd evidence.
+    hull_probes: int = 0
     # Coverage fill: this many leading candidates of each uncovered size group or row band, timed at its
     # shapes that lack them (``fill``).
     fill: int = 0
@@ -86,6 +88,11 @@ def crossmeasure(request: CrossmeasureRequest, plan_only: str | None = None) -> 
         # N of every alignment class: a smaller round leaves every rule it probes held back (H100, stop 47).
         raise AppError(f"--span-probes {request.span_probes}: a span round needs at least {classes} probes per rule, "
                        "one at N of each alignment class, or distill holds back every rule it probes")
+    if request.hull_probes and not request.span_probes:
+        # Alone they would make a round of odd N only, the latest in each rule's span, and distill would hold back
+        # every rule they probed for want of the other alignment classes.
+        raise AppError("--hull-probes go with --span-probes: a round of odd N alone leaves every rule it probes "
+                       "held back")
     check_readable([storage_url(d) for d in request.dbs])
     storage = storage_url(request.storage)
     refuse_storage_among(storage, request.dbs, DEFAULT_STORAGE)
@@ -198,6 +205,7 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
     elif request.probing:
         items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs,
                                              edge_per_kernel=request.edge_probes,
+                                             hull_per_rule=request.hull_probes,
                                              max_bytes=int(request.probe_max_gib * 2**30),
                                              split_rows=2 * gpu.sm_count,
                                              capability_major=int(str(gpu.compute_capability).split(".")[0]))
