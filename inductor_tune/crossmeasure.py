@@ -215,11 +215,12 @@ def span_probes(points: Sequence[ShapePoint], per_group: int, seed: int, avoid: 
     """``per_group`` random probes inside the span of each size group whose fitted rule sets a config (see
     the module's docstring), each timing that config and the group's covered candidates, at most
     ``max_configs``; ``edge_per_kernel`` more per kernel the rule matches, at its lowest rows (edge
-    probes); and ``hull_per_rule`` more at odd N outside the rule's odd hull (hull probes).  A pure function of its arguments; ``avoid``: (rows, cols) kept out for every kernel
-    (held-out draws), besides every shape the points measured; ``max_bytes``: the most a probe may keep
-    resident on the GPU; ``split_rows``: rows below which Inductor splits an inner reduction of N above
-    8192 (2 x the GPU's SMs; 0: none), where no probe of one is drawn (the module's docstring says why), and
-    where a rule fitted on split kernels (focused studies) takes its probes (``split_probes``)."""
+    probes); and ``hull_per_rule`` more at odd N outside the rule's odd hull (hull probes).  A pure function of
+    its arguments; ``avoid``: (rows, cols) kept out for every kernel (held-out draws), besides every shape the
+    points measured; ``max_bytes``: the most a probe may keep resident on the GPU; ``split_rows``: rows below
+    which Inductor splits an inner reduction of N above 8192 (2 x the GPU's SMs; 0: none), where no probe of one
+    is drawn (the module's docstring says why), and where a rule fitted on split kernels (focused studies) takes
+    its probes (``split_probes``)."""
     rng = random.Random(seed)
     # Edge, split and hull probes draw from their own streams, so a seed's span probes are the same with or without
     # them.
