@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared at stop 65 for the next H200 session (docs/rules.md, "The next GPU runs", 0), in three calls (PART=a, b, c).
+# Prepared at stop 65 for the next H200 session (docs/rules.md, "The next GPU runs", 0), in five calls (PART=a to e).
 # Span round 30 with hull probes (stop 65) gave the refit 0f2e9a2a (experiments/candidates/h200-s65.yaml), which cut
 # the groups of all 22 families anew. A rule of a new cut ships a config only once a later span round has timed it at
 # N of every alignment class (settling), so 0f2e9a2a holds back rules whose probes all won (`prenorm_rmsnorm_train_fwd`
@@ -12,7 +12,10 @@
 #      the refit (about 250 s; they resume);
 #   c: where set 58 passed, the five model steps with the refit (MODELS to choose; about 520 s for all five). Run
 #      `experiments/model_launches.py heuristics/h200.yaml experiments/candidates/h200-s66.yaml
-#      db/models-h200-s63.sqlite ...` on the CPU first: a step where the launches are 2b0e169f's need not be timed.
+#      db/models-h200-s63.sqlite ...` on the CPU first: a step where the launches are 2b0e169f's need not be timed;
+#   d, e: where set 58 and the model steps passed, the GPU tests with the refit installed: test_gpu_heuristics.py,
+#      test_gpu_multi_kernel.py and test_gpu_unsplit_types.py (about 300 s), then test_gpu_models.py and test_gpu.py
+#      (about 450 s on a fresh machine).
 # Resumable: where a call's limit stops a step, copy what came back (the refit to experiments/candidates/, the
 # databases to db/) and run the part again.
 # Pack with `bash experiments/device/pack.sh STASH heuristics/h200.yaml experiments/candidates/h200-s65.yaml
@@ -40,4 +43,9 @@ case "${PART:-a}" in
       --rounds 5 --storage sqlite:///db/models-h200-s66.sqlite \
       --models ${MODELS:-llama-2048,llama-4096,llama-8192,gpt2-1024,gpt2-2048} 2>&1 | grep -v 'Warning\|warn\|^$' \
       | tail -14" ;;
+  d|e) tests="tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py tests/test_gpu_unsplit_types.py"
+     [ "$PART" = e ] && tests="tests/test_gpu_models.py tests/test_gpu.py"
+     BUDGET=${BUDGET:-560} bash experiments/device/steps.sh "cp $cand heuristics/h200.yaml && python3 -m pytest -v \
+      --tb=short -m gpu -p no:cacheprovider -p no:warnings -rs $tests > \$OUT/pytest-$PART.log 2>&1; \
+      tail -3 \$OUT/pytest-$PART.log" ;;
 esac
