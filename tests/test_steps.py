@@ -1,9 +1,12 @@
 """experiments/device/steps.sh brings back what a step committed even where the budget killed the step: the stores
 write SQLite in WAL mode, and stop 56 lost a cut gate, span round and model run whose commits sat in DB.sqlite-wal."""
 
+import os
 import shutil
+import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -57,3 +60,24 @@ def test_a_step_left_without_budget_is_skipped(tmp_path):
     assert "== sleep 16 (" in log and "== rc=0 in" in log
     assert "== skipped" in log and "touch db/late.sqlite" in log
     assert not (out / "db" / "late.sqlite").exists()
+
+
+def test_a_finished_steps_databases_come_back_when_the_call_itself_is_killed(tmp_path):
+    # The device tool kills a call at its own limit with every process in it (stop 66 lost a model run so): what a
+    # finished step wrote must already be under $OUT by then.
+    work, out = tmp_path / "work", tmp_path / "out"
+    (work / "db").mkdir(parents=True)
+    out.mkdir()
+    first = ("python3 -c \"import sqlite3; c = sqlite3.connect('db/first.sqlite'); c.execute('CREATE TABLE t (x)'); "
+             "c.execute('INSERT INTO t VALUES (1)'); c.commit()\"")
+    call = subprocess.Popen(["bash", str(STEPS), first, "sleep 60"], cwd=work, start_new_session=True,
+                            env={"PATH": "/usr/bin:/bin:" + _python_dir(), "OUT": str(out), "BUDGET": "100"})
+    try:
+        deadline = time.monotonic() + 60
+        while "== sleep 60" not in ((out / "log").read_text() if (out / "log").exists() else ""):
+            assert time.monotonic() < deadline, "the second step never started"
+            time.sleep(0.2)
+    finally:
+        os.killpg(call.pid, signal.SIGKILL)
+        call.wait()
+    assert _rows(out / "db" / "first.sqlite") == [(1,)]
