@@ -81,3 +81,14 @@ def test_a_finished_steps_databases_come_back_when_the_call_itself_is_killed(tmp
         os.killpg(call.pid, signal.SIGKILL)
         call.wait()
     assert _rows(out / "db" / "first.sqlite") == [(1,)]
+
+
+def test_a_second_run_in_the_same_call_keeps_what_the_first_brought_back(tmp_path):
+    # s66-h200.sh's PART=b runs the gate, then bestfound.sh: both runs' databases must come back from the one call.
+    work, out = tmp_path / "work", tmp_path / "out"
+    (work / "db").mkdir(parents=True)
+    out.mkdir()
+    env = {"PATH": "/usr/bin:/bin:" + _python_dir(), "OUT": str(out), "BUDGET": "100"}
+    for name in ("gate", "studies"):
+        subprocess.run(["bash", str(STEPS), f"touch db/{name}.sqlite"], cwd=work, env=env, check=True, timeout=120)
+    assert sorted(p.name for p in (out / "db").iterdir()) == ["gate.sqlite", "studies.sqlite"]

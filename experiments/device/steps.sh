@@ -13,7 +13,9 @@
 set -u
 : "${OUT:?steps.sh runs on the device machine, where OUT is set}"
 T0=$(date +%s); BUDGET=${BUDGET:-570}; LOG=$OUT/log
-mark=$(mktemp); mkdir -p db
+# One call may run steps.sh more than once (a gate, then bestfound.sh): each run brings back what every run of the
+# call changed, so the mark is made by the call's first run, the one that finds no log under $OUT yet.
+mark=/tmp/steps-sh.mark; [ -f "$LOG" ] || touch "$mark"; mkdir -p db
 { echo "##### call at $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } >> "$LOG" 2>&1
