@@ -1,5 +1,7 @@
 """experiments/device/steps.sh brings back what a step committed even where the budget killed the step: the stores
-write SQLite in WAL mode, and stop 56 lost a cut gate, span round and model run whose commits sat in DB.sqlite-wal."""
+write SQLite in WAL mode, and stop 56 lost a cut gate, span round and model run whose commits sat in DB.sqlite-wal.
+It brings back after each step, for every run of steps.sh in the call, because the device kills a call at its own
+limit with nothing left to run (stop 66)."""
 
 import os
 import shutil

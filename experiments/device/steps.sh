@@ -7,8 +7,8 @@
 # (stopped when that runs out; skipped where less than 30 s is left), so a call's budget is spent on whole steps
 # first and a resumable step (tune, crossmeasure) keeps what it finished. $OUT/log gets the GPU's name, memory and
 # driver, the torch and triton versions, and each step's output, start, exit status and seconds; after each step,
-# every db/*.sqlite a step created or changed is copied to $OUT/db (or packed into $OUT/db.tar.xz where more would
-# come back than a call returns). Where the databases were carried packed
+# every db/*.sqlite that a step of the call created or changed is copied to $OUT/db (or packed into $OUT/db.tar.xz
+# where more would come back than a call returns). Where the databases were carried packed
 # (experiments/device/pack.sh), unpack them first: `tar xJf .carry/db.tar.xz && bash experiments/device/steps.sh ...`.
 set -u
 : "${OUT:?steps.sh runs on the device machine, where OUT is set}"
