@@ -362,7 +362,8 @@ class _ProbeDraw:
                 continue
             # Kernels in turn, as alignment classes (the module's docstring says why).
             if kernels:
-                parent = probe_parent(self.points, *kernels[placed % len(kernels)], rows, cols)
+                parent = probe_parent(self.points, *kernels[placed % len(kernels)], rows, cols,
+                                      mix_order=self.family[0] == "mix_order")
                 if parent is None or parent.family != self.family:
                     continue
             else:

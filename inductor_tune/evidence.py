@@ -14,6 +14,8 @@ Focused studies.  A study whose space varies one kernel of a multi-kernel proble
 the split kernel of a split reduction, a weight gradient's column reduction) leaves the others to Inductor,
 so its trial ratios are that kernel's; it gives a point of that kernel at its own sizes (rows = its
 xnumel, cols = its rnumel, as the runtime matches it), with the problem it was compiled in (``problem``).
+The row kernel of a multi-kernel problem (``focus: row``) has the problem's sizes and is framed as a single
+kernel's (``point_frame``), so it is probed as one.
 
 Probes.  Crossmeasure records at a shape no study ran (``crossmeasure.probes``: 3/2 of a studied
 shape's rows; ``crossmeasure.span_probes``: random rows and N inside a rule's span) join their group
@@ -237,12 +239,23 @@ def _study_point(store: Store, study, db_name: str, allow_replayed: bool = False
                 interleaved.add(cfg)
     if noise is None:
         return Skipped(name, "no interleaved re-measure (verdict), so its noise is unknown")
-    sizes = (slot.xnumel, slot.rnumel) if space.focus else (study.rows, study.cols)
+    sizes, problem = point_frame(slot, study.rows, study.cols, bool(space.focus))
     return ShapePoint(
         study.kernel, *sizes, study.dtype, kind, reductions, slot, speedups, noise, (name,),
         _default_description(default[0].inductor_choice_json, slot), frozenset(interleaved), frozenset(times),
-        problem=(study.rows, study.cols) if space.focus else (),
+        problem=problem,
     )
+
+
+def point_frame(slot, rows: int, cols: int, focused: bool) -> tuple[tuple[int, int], tuple[int, ...]]:
+    """A study's point's rows x cols and the problem a crossmeasure compiles for it (``ShapePoint.problem``) where
+    the study timed ``slot`` of a rows x cols problem.  A focused study's kernel is a point at its own sizes inside
+    the problem, except the row kernel of a multi-kernel problem (``focus: row``, e.g. a backward below Inductor's
+    mix-order threshold): it runs over the problem's rows and N, so it is framed as a single kernel's, and a probe
+    of it at other sizes compiles the problem there and forces that kernel alone (``probe_parent``'s ``keys``)."""
+    if focused and (slot.xnumel, slot.rnumel) != (rows, cols):
+        return (slot.xnumel, slot.rnumel), (rows, cols)
+    return (rows, cols), ()
 
 
 def _studied_slot(space: SearchSpace) -> object:
@@ -375,13 +388,20 @@ def runs_over_rows(point: ShapePoint) -> bool:
 
 
 def probe_parent(points: Sequence[ShapePoint], kernel: str, dtype: str, rows: int, cols: int,
-                 other_buckets: bool = True) -> ShapePoint | None:
+                 other_buckets: bool = True, keys: Sequence[str] = (), mix_order: bool | None = None
+                 ) -> ShapePoint | None:
     """The studied shape whose kernel a probe of ``kernel`` at rows x cols compiles: of the same kernel and
     dtype, in the same power-of-two bucket of N where it has one, with the nearest N and then the nearest
     rows.  ``other_buckets``: else the one at the nearest N of any bucket, for a span probe of a kernel its
-    rule's family studied only at other N (``crossmeasure``'s docstring says why)."""
+    rule's family studied only at other N (``crossmeasure``'s docstring says why).  ``keys``: the kernels the
+    probe's records forced configs onto; a parent must be of one of them at rows x cols, because one problem
+    may have studied kernels of two programs (a backward's fused mix-order kernel at many rows, its row kernel
+    below Inductor's mix-order threshold).  ``mix_order``: the parent's kernel is (or is not) a fused mix-order
+    one, for a probe of a rule of that kind."""
     parents = [p for p in points if (p.kernel, p.dtype) == (kernel, dtype) and runs_over_rows(p) and not p.probe
-               and (other_buckets or next_pow2(p.cols) == next_pow2(cols))]
+               and (other_buckets or next_pow2(p.cols) == next_pow2(cols))
+               and (not keys or slot_key(p.slot.backward, p.slot.mix_order, rows, cols, ()) in keys)
+               and (mix_order is None or p.slot.mix_order == mix_order)]
     return min(parents, default=None, key=lambda p: (next_pow2(p.cols) != next_pow2(cols), abs(math.log(p.cols / cols)),
                                                      abs(math.log(p.rows / rows)), p.rows, p.cols))
 
@@ -390,7 +410,7 @@ def span_kernels(points: Sequence[ShapePoint], family: tuple, r_pow2: int) -> tu
     """The (kernel, dtype) pairs whose probes at N in bucket ``r_pow2`` compile a kernel of ``family``: every
     kernel a rule of that family and size group matches by its envelope, as far as this GPU's studies know."""
     studied = sorted({(p.kernel, p.dtype) for p in points if p.family == family and not p.probe and runs_over_rows(p)})
-    parents = {k: probe_parent(points, *k, r_pow2, r_pow2) for k in studied}
+    parents = {k: probe_parent(points, *k, r_pow2, r_pow2, mix_order=family[0] == "mix_order") for k in studied}
     return tuple(k for k, parent in parents.items() if parent is not None and parent.family == family)
 
 
@@ -411,10 +431,12 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_rou
         split = record_probe(points, kernel, dtype, rows, cols, forced)
         if split is not None:
             return _placed_probe(split, records, spans, span_round)
-    parent = probe_parent(points, kernel, dtype, rows, cols, other_buckets=span)
+    forced_any = {key for rec in records for config in json.loads(rec.configs_json)[1:]
+                  for key, _ in TrialConfig.from_json(config).slots}
+    parent = probe_parent(points, kernel, dtype, rows, cols, other_buckets=span, keys=tuple(forced_any))
     if parent is None:
-        log.info("crossmeasure records of %s %dx%d %s: no study of that kernel and dtype (for a row probe, in that "
-                 "N bucket); not used", kernel, rows, cols, dtype)
+        log.info("crossmeasure records of %s %dx%d %s: no study of that kernel and dtype with the kernel they forced "
+                 "(for a row probe, in that N bucket); not used", kernel, rows, cols, dtype)
         return None
     return _placed_probe(probe_point(parent, rows, cols, span), records, spans, span_round)
 

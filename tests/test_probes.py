@@ -174,14 +174,23 @@ def test_probe_records_naming_other_kernels_or_without_a_study_of_that_n_are_not
     checks = json.loads(template.checks_json)
     other = dict(checks, failures=[None, "config names kernels ['bw.mix.x98304.r2048'] that this compile did not "
                                          "generate (generated: bw.red.x98304.r2048)"])
-    store.add_crossmeasure(**fields, rows=98304, cols=2048, checks_json=json.dumps(other))
+
+    def at(rows, cols):  # a record forces its configs onto the kernel at its own sizes
+        return dict(fields, configs_json=fields["configs_json"].replace("x12288.r2048", f"x{rows}.r{cols}"))
+
+    assert "bw.mix.x12288.r2048" in fields["configs_json"]
+    store.add_crossmeasure(**at(98304, 2048), rows=98304, cols=2048, checks_json=json.dumps(other))
     # No study of rmsnorm_bwd in N=3072's power-of-two bucket (4096): nothing to be a probe of.
-    store.add_crossmeasure(**fields, rows=12288, cols=3072, checks_json=template.checks_json)
-    store.add_crossmeasure(**fields, rows=196608, cols=2048, checks_json=template.checks_json)  # control: used
+    store.add_crossmeasure(**at(12288, 3072), rows=12288, cols=3072, checks_json=template.checks_json)
+    store.add_crossmeasure(**at(196608, 2048), rows=196608, cols=2048, checks_json=template.checks_json)  # control
+    # A record that forced the row kernel of another program, which no study of rmsnorm_bwd knows: not used.
+    row = dict(fields, configs_json=fields["configs_json"].replace("bw.mix.x12288.r2048", "bw.red.x147456.r2048"))
+    store.add_crossmeasure(**row, rows=147456, cols=2048, checks_json=template.checks_json)
     store.engine.dispose()
     labels = {p.label for p in _load(str(path)) if p.probe}
     assert "rmsnorm_bwd 196608x2048 bf16 (probe)" in labels
-    assert not {"rmsnorm_bwd 98304x2048 bf16 (probe)", "rmsnorm_bwd 12288x3072 bf16 (probe)"} & labels
+    assert not {"rmsnorm_bwd 98304x2048 bf16 (probe)", "rmsnorm_bwd 12288x3072 bf16 (probe)",
+                "rmsnorm_bwd 147456x2048 bf16 (probe)"} & labels
 
 
 def test_cli_probes_option(tmp_path, capsys):
