@@ -66,7 +66,8 @@ import random
 from typing import Container, Sequence
 
 from .distill import FitParams, candidates, fit_rules, size_groups
-from .evidence import ShapePoint, probe_parent, probe_point, record_key, runs_over_rows, span_kernels
+from .evidence import probe_parent, probe_point, record_key, runs_over_rows, span_kernels
+from .points import ShapePoint
 from .heuristics import RuleSpec
 from .problem import Problem, Shape
 from .shapes import ALIGNMENT_CLASSES

@@ -39,7 +39,8 @@ from typing import Sequence
 
 from . import __version__, rowbands
 from .stats import geomean
-from .evidence import DistillError, ShapePoint, load_points, select_gpu
+from .evidence import DistillError, load_points, select_gpu
+from .points import ShapePoint
 from .fitparams import FitParams, excused_loss
 from .heuristics import Evidence, Heuristics, RuleSpec
 from .runtime.torch_rules import hull_turn

@@ -29,7 +29,7 @@ from typing import Iterator, Sequence
 
 from .crossmeasure import PlanItem
 from .distill import candidates, families, fit_group, row_bands, rows_of, splittable
-from .evidence import ShapePoint
+from .points import ShapePoint
 from .fitparams import FitParams
 from .rowbands import col_cuts, cuts
 from .space import SlotConfig

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import stats
-from .evidence import ShapePoint
+from .points import ShapePoint
 from .space import SlotConfig
 
 

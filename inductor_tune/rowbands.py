@@ -29,7 +29,7 @@ import dataclasses
 import math
 from typing import Callable, Iterator, Protocol, Sequence
 
-from .evidence import ShapePoint
+from .points import ShapePoint
 from .heuristics import Evidence
 from .space import SlotConfig
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Sequence
 
-from .evidence import ShapePoint, span_kernels
+from .evidence import span_kernels
+from .points import ShapePoint
 from .fitparams import FitParams, probe_loss
 from .heuristics import RuleSpec
 from .runtime import torch_rules

@@ -30,7 +30,8 @@ import random
 from typing import Container, Sequence
 
 # The points of split kernels are evidence's: a crossmeasure record of a split probe is framed there.
-from .evidence import ShapePoint, part_role, record_probe, split_probe  # noqa: F401 - record_probe re-exported
+from .evidence import part_role, record_probe, split_probe  # noqa: F401 - record_probe re-exported
+from .points import ShapePoint
 from .gate import COLS, ROWS
 from .shapes import ALIGNMENT_CLASSES
 from .space import slot_role
