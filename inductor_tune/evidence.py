@@ -352,19 +352,21 @@ def _probe(points: Sequence[ShapePoint], key: tuple, records: Sequence, span_rou
     span = bool(spans)
     if span:
         # A probe of a split kernel times that kernel, not the problem's row kernel some study may know.
-        forced = [key for rec in spans for config in json.loads(rec.configs_json)[1:]
-                  for key, _ in TrialConfig.from_json(config).slots]
-        split = record_probe(points, kernel, dtype, rows, cols, forced)
+        split = record_probe(points, kernel, dtype, rows, cols, _forced_keys(spans))
         if split is not None:
             return _placed_probe(split, records, spans, span_round)
-    forced_any = {key for rec in records for config in json.loads(rec.configs_json)[1:]
-                  for key, _ in TrialConfig.from_json(config).slots}
-    parent = probe_parent(points, kernel, dtype, rows, cols, other_buckets=span, keys=tuple(forced_any))
+    parent = probe_parent(points, kernel, dtype, rows, cols, other_buckets=span, keys=_forced_keys(records))
     if parent is None:
         log.info("crossmeasure records of %s %dx%d %s: no study of that kernel and dtype with the kernel they forced "
                  "(for a row probe, in that N bucket); not used", kernel, rows, cols, dtype)
         return None
     return _placed_probe(probe_point(parent, rows, cols, span), records, spans, span_round)
+
+
+def _forced_keys(records: Sequence) -> list[str]:
+    """The kernels crossmeasure records forced their configs onto (Inductor's default, first, forces none)."""
+    return [key for rec in records for config in json.loads(rec.configs_json)[1:]
+            for key, _ in TrialConfig.from_json(config).slots]
 
 
 def _placed_probe(point: ShapePoint, records: Sequence, spans: Sequence, span_round: tuple[str, ...]
