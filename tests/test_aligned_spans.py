@@ -23,7 +23,11 @@ from inductor_tune.heuristics import HeuristicsError
 from inductor_tune.shapes import ALIGNMENT_CLASSES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-H200_FILE = os.path.join(ROOT, "heuristics", "h200.yaml")
+SHIPPED_H200 = os.path.join(ROOT, "heuristics", "h200.yaml")
+# The finding's rule (N 8251..12048) is stop 52's, kept by every shipped file through 2b0e169f (stops 65-66). Span
+# round 31 cut it at N 11264 in fcb2b8aa, shipped since stop 67, so the class spans are tested on 2b0e169f's copy and
+# the shipped file's own cut on its own rule (the last test).
+H200_FILE = os.path.join(ROOT, "experiments", "candidates", "h200-s64.yaml")
 SOFTMAX_BWD_SPAN = (8251, 12048)
 
 
@@ -155,3 +159,16 @@ def test_a_rule_without_class_spans_covers_every_class_of_its_cols():
     heur = dataclasses.replace(_h200(), rules=(rule,))
     assert _lookup(heur, rule, 274, 11897) == rule
     assert any("cols_by_alignment" in r for r in yaml.safe_load(open(H200_FILE))["rules"])  # the shipped file has them
+
+
+def test_the_shipped_softmax_backward_rule_leaves_the_losing_odd_n_to_inductor():
+    """Whatever its cut, the file shipped now launches no config at the odd N where stop 52's rule lost."""
+    shipped = heuristics.load(SHIPPED_H200)
+    rule = _softmax_bwd_rule()
+    ours = [r for r in shipped.rules if r.config is not None and r.kind == rule.kind
+            and r.reductions == rule.reductions and r.envelopes == rule.envelopes and r.cols[0] == SOFTMAX_BWD_SPAN[0]]
+    assert ours, "the shipped file has no softmax backward rule from N 8251"
+    for rows in (274, 540):
+        at_the_loss = _lookup(shipped, rule, rows, 11897)
+        assert at_the_loss is None or at_the_loss.config is None, at_the_loss  # no rule, or one that keeps the default
+        assert _lookup(shipped, rule, rows, 8352) in ours  # N of 16k its evidence measured

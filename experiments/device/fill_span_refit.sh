@@ -9,11 +9,17 @@
 # heuristics/h200.yaml (`changed_kernels.py --held-back`), span round SPAN over them (seed SEED), the refit from the
 # whole list (experiments/candidates/h200-sSTOP.yaml) and its one score (with MULTI_KERNEL, that of the refit with
 # entries) on held-out set SET (experiments/heldout/setSET-draw.json, db/heldoutSET.sqlite). crossmeasure and the
-# gate run resume; the fits are not made again, and a fill whose fit without the span round is kept is not planned
-# again (a resumed crossmeasure with nothing left still spends about 120 s planning). Where the call's limit stops a
-# step, copy what came back (the fits to experiments/candidates/, the databases to db/) and run it again. An empty
-# family list (the fill changed nothing) leaves no span round and no refit: the shipped file stays.
+# gate run resume; the fits are not made again, and a fill (span round) whose fit without (with) the span round is
+# kept is not planned again (a resumed crossmeasure with nothing left still spends about 120 s planning). Where the
+# call's limit stops a step, copy what came back (the fits to experiments/candidates/, the databases to db/) and run
+# it again. An empty family list (the fill changed nothing) leaves no span round and no refit: the shipped file stays.
+#
+# The fits need no GPU, and on the CPU machine they take as long as on the device (about 90 s on two cores, stop 67).
+# With FITS_ON_CPU=1 a call runs no fit: it stops at the first fit that is missing. Between calls, once the log shows
+# the fill's (or the span round's) crossmeasure ended with rc=0, make that fit here with `bash
+# experiments/device/fill_span_refit.sh --cpu STOP FILL SPAN SEED SET`, and pack it for the next call.
 set -u
+cpu=; if [ "${1:-}" = "--cpu" ]; then cpu=1; shift; fi
 stop=$1; fill=$2; span=$3; seed=$4; set=$5
 fits=experiments/fits; list=$fits/h200-s$stop.txt
 AV=$(ls experiments/heldout/*.json | paste -sd,)
@@ -27,6 +33,14 @@ head -n -1 $list > /tmp/h200-s$stop-prespan.txt
 [ ! -f ${list%.txt}.typed ] || cp ${list%.txt}.typed /tmp/h200-s$stop-prespan.typed
 # With MULTI_KERNEL=k the refit gets multi-kernel entries of up to k configs per size group from the same list
 # (experiments/multikernel_fit.py, experiments/candidates/h200-sSTOP-mkK.yaml), and that file is the one scored.
+if [ -n "$cpu" ]; then
+  if [ ! -f $prespan ]; then bash $fits/fit.sh /tmp/h200-s$stop-prespan.txt $prespan
+  elif [ ! -f $cand ]; then bash $fits/fit.sh $list $cand
+  else echo "fill_span_refit.sh: $prespan and $cand exist: no fit is due" >&2; fi
+  exit
+fi
+fit_prespan="bash $fits/fit.sh /tmp/h200-s$stop-prespan.txt $prespan"; fit_cand="bash $fits/fit.sh $list $cand"
+if [ -n "${FITS_ON_CPU:-}" ]; then fit_prespan=false; fit_cand=false; fi
 scored=$cand; mk_step=()
 if [ -n "${MULTI_KERNEL:-}" ]; then
   scored=${cand%.yaml}-mk$MULTI_KERNEL.yaml
@@ -37,13 +51,13 @@ BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
   "[ -f $prespan ] || python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 --max-configs 4 \
    --rounds 3 --no-progress --avoid-draw $AV --storage db/crossmeasure-s$stop-fill$fill.sqlite \
    && touch /tmp/fill$fill-done" \
-  "[ -f $prespan ] || { [ -f /tmp/fill$fill-done ] && bash $fits/fit.sh /tmp/h200-s$stop-prespan.txt $prespan; } \
+  "[ -f $prespan ] || { [ -f /tmp/fill$fill-done ] && $fit_prespan; } \
    && cp $prespan \$OUT/ && python3 $fits/changed_kernels.py heuristics/h200.yaml $prespan --held-back \
    | grep . | tee /tmp/fams" \
-  "[ -s /tmp/fams ] && python3 -m inductor_tune crossmeasure $PRE --kernels \$(cat /tmp/fams) --span-probes 10 \
-   --edge-probes 1 --seed $seed --rounds 3 --no-progress --avoid-draw $AV \
-   --storage db/crossmeasure-s$stop-span$span.sqlite && touch /tmp/span$span-done" \
-  "[ -f $cand ] || { [ -f /tmp/span$span-done ] && bash $fits/fit.sh $list $cand; } && cp $cand \$OUT/" \
+  "[ -f $cand ] || { [ -s /tmp/fams ] && python3 -m inductor_tune crossmeasure $PRE --kernels \$(cat /tmp/fams) \
+   --span-probes 10 --edge-probes 1 --seed $seed --rounds 3 --no-progress --avoid-draw $AV \
+   --storage db/crossmeasure-s$stop-span$span.sqlite && touch /tmp/span$span-done; }" \
+  "[ -f $cand ] || { [ -f /tmp/span$span-done ] && $fit_cand; } && cp $cand \$OUT/" \
   "${mk_step[@]}" \
   "[ -f $scored ] && python3 -m inductor_tune validate $scored --no-progress \
    --draw experiments/heldout/set$set-draw.json --rounds 3 --storage sqlite:///db/heldout$set.sqlite"
