@@ -26,18 +26,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHIPPED_H200 = os.path.join(ROOT, "heuristics", "h200.yaml")
 # The finding's rule (N 8251..12048) is stop 52's, kept by every shipped file through 2b0e169f (stops 65-66). Span
 # round 31 cut it at N 11264 in fcb2b8aa, shipped since stop 67, so the class spans are tested on 2b0e169f's copy and
-# the shipped file's own cut on its own rule (the last test).
-H200_FILE = os.path.join(ROOT, "experiments", "candidates", "h200-s64.yaml")
+# the shipped file at the N the rule lost (the last test).
+FINDING_FILE = os.path.join(ROOT, "experiments", "candidates", "h200-s64.yaml")
 SOFTMAX_BWD_SPAN = (8251, 12048)
 
 
 @functools.lru_cache(maxsize=1)
-def _h200() -> heuristics.Heuristics:
-    return heuristics.load(H200_FILE)
+def _finding_file() -> heuristics.Heuristics:
+    return heuristics.load(FINDING_FILE)
 
 
 def _softmax_bwd_rule() -> heuristics.RuleSpec:
-    (rule,) = [r for r in _h200().rules if r.config is not None and r.cols == SOFTMAX_BWD_SPAN
+    (rule,) = [r for r in _finding_file().rules if r.config is not None and r.cols == SOFTMAX_BWD_SPAN
                and r.reductions == "sum@backward"]
     return rule
 
@@ -49,7 +49,7 @@ def _lookup(heur: heuristics.Heuristics, rule: heuristics.RuleSpec, rows: int, c
 def test_the_shipped_rule_leaves_odd_n_past_its_odd_evidence_to_inductor():
     # The class spans alone: the rule's hull at odd N (stop 54, tests/test_odd_hull.py) is set aside.
     rule = dataclasses.replace(_softmax_bwd_rule(), odd_hull=())
-    heur = dataclasses.replace(_h200(), rules=(rule,))
+    heur = dataclasses.replace(_finding_file(), rules=(rule,))
     odd_top = max(hi for m, r, lo, hi in rule.aligned_cols if (m, r) == (2, 1))
     assert odd_top < 11799  # the loss the map found starts there
     for rows in (274, 540):
@@ -63,13 +63,13 @@ def test_the_table_install_and_a_patched_torch_consult_agree(tmp_path):
     """``Heuristics.table`` (install) and the generated module (patched torch) both keep the class spans."""
     rule = _softmax_bwd_rule()
     path = tmp_path / "distilled_reduction_rules.py"
-    path.write_text(patch_mod.rules_module(_h200(), "2.13.0"))
+    path.write_text(patch_mod.rules_module(_finding_file(), "2.13.0"))
     spec = importlib.util.spec_from_file_location("generated_rules", path)
     generated = importlib.util.module_from_spec(spec)
     sys.modules["generated_rules"] = generated  # dataclasses look their module up while the class is built
     try:
         spec.loader.exec_module(generated)
-        for module, table in ((torch_rules, _h200().table()), (generated, generated.TABLE)):
+        for module, table in ((torch_rules, _finding_file().table()), (generated, generated.TABLE)):
             args = (rule.kind, rule.element_size, 16384, 512, table, rule.reductions, rule.envelopes[0], 274)
             assert module.lookup(*args, 11897) is None
             found = module.lookup(*args, 11896)
@@ -109,17 +109,18 @@ def test_the_fit_writes_class_spans_only_with_the_parameter():
 
 def test_a_file_keeps_its_class_spans_and_digest_through_dump_and_load(tmp_path):
     path = tmp_path / "h.yaml"
-    heuristics.dump(_h200(), str(path))
+    heuristics.dump(_finding_file(), str(path))
     again = heuristics.load(str(path))
-    assert again.rules == _h200().rules and again.digest() == _h200().digest()
-    bare = dataclasses.replace(_h200(), rules=tuple(dataclasses.replace(r, aligned_cols=()) for r in _h200().rules))
-    assert bare.digest() != _h200().digest()
+    assert again.rules == _finding_file().rules and again.digest() == _finding_file().digest()
+    heur = _finding_file()
+    bare = dataclasses.replace(heur, rules=tuple(dataclasses.replace(r, aligned_cols=()) for r in heur.rules))
+    assert bare.digest() != _finding_file().digest()
     heuristics.dump(bare, str(path))
     assert not any("cols_by_alignment" in r for r in yaml.safe_load(open(path))["rules"])  # older files' spelling
 
 
 def _with_spans(value):
-    doc = yaml.safe_load(open(H200_FILE))
+    doc = yaml.safe_load(open(FINDING_FILE))
     rule = next(r for r in doc["rules"] if r.get("cols") == list(SOFTMAX_BWD_SPAN))
     rule["cols_by_alignment"] = value
     return doc
@@ -148,7 +149,7 @@ def test_bad_class_spans_fail_in_one_line_naming_the_rule(tmp_path, value, why):
 
 def test_spans_set_in_code_that_are_not_whole_numbers_are_refused_by_the_patch():
     rule = dataclasses.replace(_softmax_bwd_rule(), aligned_cols=((2, 1, "8251); import os; (", 10835),))
-    bad = dataclasses.replace(_h200(), rules=(rule,))
+    bad = dataclasses.replace(_finding_file(), rules=(rule,))
     with pytest.raises(patch_mod.PatchError):
         patch_mod.rules_module(bad, "2.13.0")
 
@@ -156,9 +157,10 @@ def test_spans_set_in_code_that_are_not_whole_numbers_are_refused_by_the_patch()
 def test_a_rule_without_class_spans_covers_every_class_of_its_cols():
     """Files written before stop 52 (no ``cols_by_alignment``) keep their meaning."""
     rule = dataclasses.replace(_softmax_bwd_rule(), aligned_cols=(), odd_hull=())
-    heur = dataclasses.replace(_h200(), rules=(rule,))
+    heur = dataclasses.replace(_finding_file(), rules=(rule,))
     assert _lookup(heur, rule, 274, 11897) == rule
-    assert any("cols_by_alignment" in r for r in yaml.safe_load(open(H200_FILE))["rules"])  # the shipped file has them
+    shipped_rules = yaml.safe_load(open(SHIPPED_H200))["rules"]
+    assert any("cols_by_alignment" in r for r in shipped_rules)  # the shipped file has them
 
 
 def test_the_shipped_softmax_backward_rule_leaves_the_losing_odd_n_to_inductor():
@@ -171,4 +173,4 @@ def test_the_shipped_softmax_backward_rule_leaves_the_losing_odd_n_to_inductor()
     for rows in (274, 540):
         at_the_loss = _lookup(shipped, rule, rows, 11897)
         assert at_the_loss is None or at_the_loss.config is None, at_the_loss  # no rule, or one that keeps the default
-        assert _lookup(shipped, rule, rows, 8352) in ours  # N of 16k its evidence measured
+        assert _lookup(shipped, rule, rows, 8352) in ours  # N = 0 (mod 16), the first N of that class it measured

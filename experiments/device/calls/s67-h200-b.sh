@@ -10,7 +10,7 @@
 # experiments/candidates/, the databases to db/) and run it again. BUDGET: the last lease's budget_left_s less 40 s.
 # With FITS_ON_CPU=1 (stop 67) a call makes no fit: after the call whose log shows the fill (then the span round)
 # ended with rc=0, make the fit on the CPU machine, `bash experiments/device/fill_span_refit.sh --cpu 67 26 32 132 59`
-# (about 90 s each), and pack it (experiments/candidates/h200-s67-prespan.yaml, then h200-s67.yaml) for the next call.
+# (about 100 s each), and pack it (experiments/candidates/h200-s67-prespan.yaml, then h200-s67.yaml) for the next call.
 # Pack with `bash experiments/device/pack.sh STASH heuristics/h200.yaml [experiments/candidates/h200-s67*.yaml] --
 # db/quack.sqlite $(sed 1,2d experiments/fits/h200-s67.txt | head -n -4) $(ls db/unsplit-*train*.sqlite
 # db/mixtune*-probe-up-m5.sqlite) [db/coverage12-*.sqlite db/crossmeasure-s67-*.sqlite db/heldout59.sqlite]`.
