@@ -33,13 +33,13 @@ head -n -1 $list > /tmp/h200-s$stop-prespan.txt
 [ ! -f ${list%.txt}.typed ] || cp ${list%.txt}.typed /tmp/h200-s$stop-prespan.typed
 # With MULTI_KERNEL=k the refit gets multi-kernel entries of up to k configs per size group from the same list
 # (experiments/multikernel_fit.py, experiments/candidates/h200-sSTOP-mkK.yaml), and that file is the one scored.
+fit_prespan="bash $fits/fit.sh /tmp/h200-s$stop-prespan.txt $prespan"; fit_cand="bash $fits/fit.sh $list $cand"
 if [ -n "$cpu" ]; then
-  if [ ! -f $prespan ]; then bash $fits/fit.sh /tmp/h200-s$stop-prespan.txt $prespan
-  elif [ ! -f $cand ]; then bash $fits/fit.sh $list $cand
+  if [ ! -f $prespan ]; then $fit_prespan
+  elif [ ! -f $cand ]; then $fit_cand
   else echo "fill_span_refit.sh: $prespan and $cand exist: no fit is due" >&2; fi
   exit
 fi
-fit_prespan="bash $fits/fit.sh /tmp/h200-s$stop-prespan.txt $prespan"; fit_cand="bash $fits/fit.sh $list $cand"
 if [ -n "${FITS_ON_CPU:-}" ]; then fit_prespan=false; fit_cand=false; fi
 scored=$cand; mk_step=()
 if [ -n "${MULTI_KERNEL:-}" ]; then
