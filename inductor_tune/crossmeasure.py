@@ -347,6 +347,11 @@ class _ProbeDraw:
             cols_lo, cols_hi = max(cols_lo, self.cols[0]), min(cols_hi, self.cols[1])
         if cols_lo > cols_hi:  # a rule's measured N lies in its octave, so this guards a malformed span only
             return []
+        # Only classes with an N in the span: the class in turn stays until a probe is placed, so one with none
+        # spent every attempt (a rule of one N, e.g. a fused backward at N = 4096, got 1 probe of 10, stop 68).
+        classes = [c for c in classes if aligned_cols(cols_lo, cols_lo, cols_hi, c) is not None]
+        if not classes:
+            return []
         items: list[PlanItem] = []
         placed = 0
         for _ in range(SPAN_PROBE_ATTEMPTS * count):

@@ -77,6 +77,12 @@ class FitParams:
     # lost 2-6 % at 540x11401 and 540x11503 and up to 14 % at 274x11297 in fresh compiles, while 540x11402 won 1.19x
     # (stop 54, db/retime52-48edc030-*.sqlite).  False reproduces the files up to stop 53.
     odd_hull: bool = True
+    # A rule waits for a span round to time its config at N of every alignment class it may apply at, and only
+    # those (``settle.applied_classes``): with class spans, a rule launches Inductor's default at N of a class its
+    # evidence does not hold, so waiting for a probe there held back for good every rule of one N.  Of the 34 rules
+    # stop 68's refit held back, 11 ship with it: 7 fused backwards of one N (256..8192) and 4 rules of fewer
+    # classes.  False reproduces the files up to stop 68 (51913101).
+    settle_applied_classes: bool = True
 
 
 def excused_loss(point: ShapePoint, params: FitParams) -> float:

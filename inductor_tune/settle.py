@@ -2,8 +2,8 @@
 
 A span probe is placed by a fit that had not seen it, so the latest round in a rule's span is an
 out-of-sample check the next fit has not yet had.  A rule ships its config only once that round timed
-the config at N of every alignment class and at every kernel the rule matches by envelope, and found it
-nowhere slower than the default beyond noise (``unsettled_rules``); ``unsettled_kinds`` is the coarser
+the config at N of every alignment class it applies at and at every kernel the rule matches by envelope, and
+found it nowhere slower than the default beyond noise (``unsettled_rules``); ``unsettled_kinds`` is the coarser
 rule of the files up to stop 20 (one loss holds back the whole kernel kind).
 """
 
@@ -56,8 +56,8 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
     the latest span-probe round in its span (of each kernel it matches) timed that very config at every probe it
     placed there and found it nowhere slower than the default beyond noise (nor failing).  A rule of a kind no
     round ever probed (data from before span probes) is not held back.  That round must also have timed the config at
-    N of every alignment class (``ALIGNMENT_CLASSES``): on an H200 a rule that won at 60 shapes lost 12-15 %
-    at N = 4 (mod 8), a class its evidence held once."""
+    N of every alignment class it applies at (``applied_classes``): on an H200 a rule that won at 60 shapes lost
+    12-15 % at N = 4 (mod 8), a class its evidence held once."""
     probed_kinds = {p.kind for p in points if p.span and p.span_round}
     out = {}
     for index, rule in enumerate(rules):
@@ -80,8 +80,8 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
         untimed = any(rule.config not in p.failed and rule.config not in p.speedups for p in latest)
         losses = {p.label: probe_loss(p, rule.config, params) for p in latest}
         lost = {label: ratio for label, ratio in losses.items() if ratio is not None}
-        unseen = [c for c in ALIGNMENT_CLASSES
-                  if not any(p.cols % c[0] == c[1] and rule.config in p.speedups for p in latest)]
+        classes = applied_classes(rule) if params.settle_applied_classes else ALIGNMENT_CLASSES
+        unseen = [c for c in classes if not any(p.cols % c[0] == c[1] and rule.config in p.speedups for p in latest)]
         unprobed = [f"{kernel} ({dtype})" for kernel, dtype in _matched_kernels(rule, points, params)
                     if not any((p.kernel, p.dtype) == (kernel, dtype) and rule.config in p.speedups for p in latest)]
         if lost:
@@ -98,6 +98,20 @@ def unsettled_rules(rules: Sequence[RuleSpec], points: Sequence[ShapePoint],
             out[index] = (f"{where} timed it at no probe of " + ", ".join(unprobed) + ", which it matches by "
                           "envelope; kernels of one envelope can differ (docs/rules.md, stop 27)")
     return out
+
+
+def applied_classes(rule: RuleSpec) -> list[tuple[int, int]]:
+    """The alignment classes of N at which ``rule`` may launch its config: those its class spans name
+    (``FitParams.cols_by_alignment``), or, without class spans, those with an N in its span.  At N of any other class
+    the rule launches Inductor's default, so it need not wait for a probe there (a loss there still holds it back,
+    as anywhere in its span)."""
+    if rule.aligned_cols:
+        named = {(m, r) for m, r, _, _ in rule.aligned_cols}
+        return [c for c in ALIGNMENT_CLASSES if c in named]
+    if rule.cols is None:
+        return list(ALIGNMENT_CLASSES)
+    lo, hi = rule.cols
+    return [(m, r) for m, r in ALIGNMENT_CLASSES if lo + (r - lo) % m <= hi]  # the class's least N from lo on
 
 
 def _matched_kernels(rule: RuleSpec, points: Sequence[ShapePoint], params: FitParams) -> list[tuple[str, str]]:

@@ -2,7 +2,7 @@
 found no loss there (``distill.unsettled_rules``, ``FitParams.settle_by = "rule"``).  Since span probes
 take N from every alignment class, each H200 round found some small loss in one or two of ~30
 inner-looped rules, and holding back the whole kind for it shipped nothing.  The round must also have
-timed the config at N of every alignment class.  The fixture's real H200
+timed the config at N of every alignment class the rule applies at.  The fixture's real H200
 points carry the slots; rules and speedups are set here so that each condition is tested alone."""
 
 import dataclasses
@@ -10,7 +10,7 @@ import dataclasses
 import distill_fixtures as fx
 import pytest
 
-from inductor_tune import crossmeasure, distill
+from inductor_tune import crossmeasure, distill, settle
 from inductor_tune.shapes import ALIGNMENT_CLASSES
 
 ROUND_1 = ("2026-11-23T10:00", "sqlite:///r1.sqlite", "1")
@@ -72,13 +72,51 @@ def test_only_the_latest_round_in_its_span_counts(fitted):
                                            *(dataclasses.replace(p, span_round=ROUND_1) for p in clean)])
 
 
+def _every_class(rule):
+    """The rule as if its evidence held N of every alignment class over its whole span."""
+    return dataclasses.replace(rule, aligned_cols=tuple((m, r, *rule.cols) for m, r in ALIGNMENT_CLASSES))
+
+
 def test_a_round_that_missed_an_alignment_class_holds_the_rule_back(fitted):
     """On an H200 a rule that won at 60 shapes lost 12-15 % at N = 4 (mod 8), a class its evidence held once."""
     pair, rules, cfg = fitted
+    rules = [_every_class(rules[0])]
     probes = _round(pair[0], cfg, 1.10, ROUND_1)
     for k, (modulus, residue) in enumerate(ALIGNMENT_CLASSES):
         held = distill.unsettled_rules(rules, [*pair, *probes[:k], *probes[k + 1:]])
         assert list(held) == [0] and f"timed it at no N = {residue} (mod {modulus})" in held[0]
+
+
+def test_only_the_classes_a_rule_applies_at_must_be_timed(fitted):
+    """A rule launches Inductor's default at N of a class its evidence does not hold (``cols_by_alignment``), so it
+    need not wait for a probe there: waiting held back for good every rule of a single N (of the 34 rules stop 68's
+    refit held back, 11 wait only for such classes, among them 7 fused backwards of one N, 256..8192)."""
+    pair, rules, cfg = fitted
+    named = {(m, r) for m, r, _, _ in rules[0].aligned_cols}
+    assert named and named != set(ALIGNMENT_CLASSES)  # the fixture's evidence: N 1025 and 2048 only
+    probes = _round(pair[0], cfg, 1.10, ROUND_1)
+    for k, (modulus, residue) in enumerate(ALIGNMENT_CLASSES):
+        held = distill.unsettled_rules(rules, [*pair, *probes[:k], *probes[k + 1:]])
+        if (modulus, residue) in named:
+            assert list(held) == [0] and f"timed it at no N = {residue} (mod {modulus})" in held[0]
+        else:
+            assert not held
+            old = distill.unsettled_rules(rules, [*pair, *probes[:k], *probes[k + 1:]],
+                                          distill.FitParams(settle_applied_classes=False))
+            assert list(old) == [0] and f"timed it at no N = {residue} (mod {modulus})" in old[0]
+
+
+def test_a_rule_of_one_n_needs_that_n_alone(fitted):
+    """Without class spans a rule applies at every N of its span: a span of one N holds one class."""
+    pair, rules, cfg = fitted
+    n = pair[1].cols  # a power of two: 0 (mod 16)
+    rule = dataclasses.replace(rules[0], cols=(n, n), aligned_cols=(), odd_hull=())
+    probe = dataclasses.replace(_probe(pair[1], cfg, 1.10, ROUND_1), cols=n)
+    assert not distill.unsettled_rules([rule], [*pair, probe])
+    assert distill.unsettled_rules([rule], [*pair, probe], distill.FitParams(settle_applied_classes=False))
+    assert settle.applied_classes(rule) == [(16, 0)]
+    assert settle.applied_classes(dataclasses.replace(rule, cols=(n - 8, n))) == list(ALIGNMENT_CLASSES)
+    assert settle.applied_classes(dataclasses.replace(rule, cols=(n + 1, n + 3))) == [(4, 2), (2, 1)]
 
 
 def test_a_config_the_latest_round_did_not_time_is_held_back(fitted):

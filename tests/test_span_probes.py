@@ -251,6 +251,24 @@ def test_span_probes_of_a_rule_keep_to_its_n_span(points):
     assert all(rule.cols[0] <= i.point.cols <= rule.cols[1] for i in items), sorted(i.point.cols for i in items)
 
 
+def test_a_rule_of_one_n_gets_every_probe_asked_for(points):
+    """A rule measured at one N holds one alignment class; probes take the classes its span holds, in turn.  With the
+    classes of the whole octave in turn, the second probe waited for a class the span has no N of, and the fused
+    backwards at N = 1024..8192 of an H200 span round got 1 probe of 10 (stop 68)."""
+    for (*_, r), group in sorted(distill.size_groups(points).items()):
+        if r < 1024 or len(group) < 2:
+            continue
+        one = [_with_cols(p, r) for p in group]
+        rules = [x for x in distill.fit_rules(one) if x.config is not None]
+        if len(rules) == 1:
+            break
+    else:
+        pytest.fail("the fixture has no size group whose config a fit adopts")
+    assert rules[0].cols == (r, r)
+    items = crossmeasure.span_probes(one, 6, seed=3)
+    assert len(items) == 6 and {i.point.cols for i in items} == {r}
+
+
 def test_no_probe_of_an_inner_reduction_lands_where_inductor_splits_it(points):
     """Below 2 x SMs rows Inductor splits an inner reduction of N above 8192 into two kernels, so a probe there
     times no kernel its rule matches (an H200's round 7 lost two alignment classes of a rule so; stop 39).  The

@@ -10,9 +10,10 @@
 # whole list (experiments/candidates/h200-sSTOP.yaml) and its one score (with MULTI_KERNEL, that of the refit with
 # entries) on held-out set SET (experiments/heldout/setSET-draw.json, db/heldoutSET.sqlite). crossmeasure and the
 # gate run resume; the fits are not made again, and a fill (span round) whose fit without (with) the span round is
-# kept is not planned again (a resumed crossmeasure with nothing left still spends about 120 s planning). Where the
-# call's limit stops a step, copy what came back (the fits to experiments/candidates/, the databases to db/) and run
-# it again. An empty family list (the fill changed nothing) leaves no span round and no refit: the shipped file stays.
+# kept, or whose refit is, is not planned again (a resumed crossmeasure with nothing left still spends about 120 s
+# planning; stop 68 packed the refit alone for its score). Where the call's limit stops a step, copy what came back
+# (the fits to experiments/candidates/, the databases to db/) and run it again. An empty family list (the fill
+# changed nothing) leaves no span round and no refit: the shipped file stays.
 #
 # The fits need no GPU, and on the CPU machine they take as long as on the device (about 90 s on two cores, stop 67).
 # With FITS_ON_CPU=1 a call runs no fit: it stops at the first fit that is missing. Between calls, once the log shows
@@ -48,8 +49,8 @@ if [ -n "${MULTI_KERNEL:-}" ]; then
    $cand $scored --k $MULTI_KERNEL; } && cp $scored \$OUT/")
 fi
 BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
-  "[ -f $prespan ] || python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 --max-configs 4 \
-   --rounds 3 --no-progress --avoid-draw $AV --storage db/crossmeasure-s$stop-fill$fill.sqlite \
+  "[ -f $prespan ] || [ -f $cand ] || python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 \
+   --max-configs 4 --rounds 3 --no-progress --avoid-draw $AV --storage db/crossmeasure-s$stop-fill$fill.sqlite \
    && touch /tmp/fill$fill-done" \
   "[ -f $prespan ] || { [ -f /tmp/fill$fill-done ] && $fit_prespan; } \
    && cp $prespan \$OUT/ && python3 $fits/changed_kernels.py heuristics/h200.yaml $prespan --held-back \
