@@ -94,3 +94,16 @@ def test_a_second_run_in_the_same_call_keeps_what_the_first_brought_back(tmp_pat
     for name in ("gate", "studies"):
         subprocess.run(["bash", str(STEPS), f"touch db/{name}.sqlite"], cwd=work, env=env, check=True, timeout=120)
     assert sorted(p.name for p in (out / "db").iterdir()) == ["gate.sqlite", "studies.sqlite"]
+
+
+def test_a_call_that_sends_its_output_to_the_log_still_gets_its_databases(tmp_path):
+    # Stop 68's calls ran `bash ...steps.sh... > $OUT/log`: the log existed before the first run, which then made no
+    # mark, and no database came back.
+    work, out = tmp_path / "work", tmp_path / "out"
+    (work / "db").mkdir(parents=True)
+    out.mkdir()
+    (out / "log").write_text("the caller's own output\n")
+    Path("/tmp/steps-sh.mark").unlink(missing_ok=True)  # the mark of stop 67's steps.sh, on a fresh machine absent
+    env = {"PATH": "/usr/bin:/bin:" + _python_dir(), "OUT": str(out), "BUDGET": "100"}
+    subprocess.run(["bash", str(STEPS), "touch db/fill.sqlite"], cwd=work, env=env, check=True, timeout=120)
+    assert [p.name for p in (out / "db").iterdir()] == ["fill.sqlite"]

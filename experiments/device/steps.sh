@@ -14,8 +14,10 @@ set -u
 : "${OUT:?steps.sh runs on the device machine, where OUT is set}"
 T0=$(date +%s); BUDGET=${BUDGET:-570}; LOG=$OUT/log
 # One call may run steps.sh more than once (a gate, then bestfound.sh): each run brings back what every run of the
-# call changed, so the mark is made by the call's first run, the one that finds no log under $OUT yet.
-mark=/tmp/steps-sh.mark; [ -f "$LOG" ] || touch "$mark"; mkdir -p db
+# call changed, so the mark is made by the call's first run and named by its $OUT, a folder each call gets new. (Made
+# where no log was under $OUT yet, it was never made for a call that sent its own output to $OUT/log, and nothing
+# came back; stop 68.)
+mark=/tmp/steps-sh.mark.$(stat -c %i "$OUT"); [ -f "$mark" ] || touch "$mark"; mkdir -p db
 { echo "##### call at $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } >> "$LOG" 2>&1
