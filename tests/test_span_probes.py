@@ -254,7 +254,7 @@ def test_span_probes_of_a_rule_keep_to_its_n_span(points):
 def test_a_rule_of_one_n_gets_every_probe_asked_for(points):
     """A rule measured at one N holds one alignment class; probes take the classes its span holds, in turn.  With the
     classes of the whole octave in turn, the second probe waited for a class the span has no N of, and the fused
-    backwards at N = 1024..8192 of an H200 span round got 1 probe of 10 (stop 68)."""
+    backwards at N = 256..8192 of an H200 span round got 1 probe of 10 (stop 68)."""
     for (*_, r), group in sorted(distill.size_groups(points).items()):
         if r < 1024 or len(group) < 2:
             continue
