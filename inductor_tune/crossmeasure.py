@@ -70,7 +70,7 @@ from .evidence import probe_parent, probe_point, record_key, runs_over_rows, spa
 from .points import ShapePoint
 from .heuristics import RuleSpec
 from .problem import Problem, Shape
-from .shapes import ALIGNMENT_CLASSES
+from .shapes import ALIGNMENT_CLASSES, classes_with_n
 from .records import TimingSpec
 from .runtime import torch_rules
 from .runtime.rulefile import INNER_SPLIT_MIN_RNUMEL
@@ -349,7 +349,7 @@ class _ProbeDraw:
             return []
         # Only classes with an N in the span: the class in turn stays until a probe is placed, so one with none
         # spent every attempt (a rule of one N, e.g. a fused backward at N = 4096, got 1 probe of 10, stop 68).
-        classes = [c for c in classes if aligned_cols(cols_lo, cols_lo, cols_hi, c) is not None]
+        classes = classes_with_n(cols_lo, cols_hi, classes)
         if not classes:
             return []
         items: list[PlanItem] = []

@@ -17,7 +17,7 @@ from .points import ShapePoint
 from .fitparams import FitParams, probe_loss
 from .heuristics import RuleSpec
 from .runtime import torch_rules
-from .shapes import ALIGNMENT_CLASSES
+from .shapes import ALIGNMENT_CLASSES, classes_with_n
 
 
 def unsettled_kinds(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> dict[str, str]:
@@ -110,8 +110,7 @@ def applied_classes(rule: RuleSpec) -> list[tuple[int, int]]:
         return [c for c in ALIGNMENT_CLASSES if c in named]
     if rule.cols is None:
         return list(ALIGNMENT_CLASSES)
-    lo, hi = rule.cols
-    return [(m, r) for m, r in ALIGNMENT_CLASSES if lo + (r - lo) % m <= hi]  # the class's least N from lo on
+    return classes_with_n(*rule.cols)
 
 
 def _matched_kernels(rule: RuleSpec, points: Sequence[ShapePoint], params: FitParams) -> list[tuple[str, str]]:

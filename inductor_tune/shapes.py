@@ -20,8 +20,13 @@ DTYPE_NAMES = tuple(ELEMENT_SIZES)
 # Alignment classes of a row length N, as (modulus, residue): rows 32-byte aligned at 2-byte elements,
 # 16-byte, 8-byte, 4-byte, and odd.  A rule's win can turn into a loss from one class to the next
 # (docs/rules.md, stop 21), so span probes take N from each in turn and a rule ships only once probed
-# in all of them.
+# in all of them that it applies at.
 ALIGNMENT_CLASSES = ((16, 0), (16, 8), (8, 4), (4, 2), (2, 1))
+
+
+def classes_with_n(lo: int, hi: int, classes=ALIGNMENT_CLASSES) -> list[tuple[int, int]]:
+    """The alignment classes (modulus, residue) of ``classes`` that hold some N in [lo, hi]."""
+    return [(m, r) for m, r in classes if lo + (r - lo) % m <= hi]  # the class's least N from lo on
 
 
 @dataclasses.dataclass(frozen=True)
