@@ -22,6 +22,11 @@ keeps a draw's problems that a probe's config can launch (a persistent row holds
 ``stratify`` draws ``--per-cell`` problems (rows and N log-uniform, seeded by the draw's seed) in every cell of
 the probe's span for the draw's kernels, so that each cell has the problems its verdict needs, and refuses any
 problem of a held-out draw (experiments/heldout/).
+
+With ``--outer`` (probe and fit), the rules keep a column reduction whole (a norm backward's weight gradient, rows
+33..4095, N below 64 x SMs; rows and N octaves are the cells) with Inductor's config; a fit of them keeps the
+file's inner rules, and one of inner rules keeps its column rules. The training draw is a stratified draw of the
+backward kernels (``stratify`` of an outer probe on a gate draw of those kernels).
 The fit reads nothing but the probes and their records (``inductor_tune.unsplit`` says how cells become rules).
 """
 
@@ -83,7 +88,7 @@ def write_stratified(probe_file: str, draw_file: str, per_cell: int, out: str) -
     rng, problems = random.Random(draw.seed), []
     (rows_lo, rows_hi), (cols_lo, cols_hi) = probe.unsplit[0].rows, probe.unsplit[0].cols
     log_uniform = lambda lo, hi: int(round(math.exp(rng.uniform(math.log(lo), math.log(hi + 0.999)))))  # noqa: E731
-    for (rows, cols) in unsplit.cells(probe):
+    for (rows, cols) in unsplit.cells(probe, probe.unsplit[0].outer):
         rows, cols = (max(rows[0], rows_lo), min(rows[1], rows_hi)), (max(cols[0], cols_lo), min(cols[1], cols_hi))
         if rows[0] > rows[1] or cols[0] > cols[1]:
             continue  # past the span the probe's config can launch
@@ -131,6 +136,8 @@ def main(argv=None) -> int:
                                            "kernel with split_reductions=False (its signature and envelope)")
     ap.add_argument("--reduction-type",
                     help="probe/fit: only split reductions of this type (e.g. online_softmax_reduce)")
+    ap.add_argument("--outer", action="store_true",
+                    help="probe/fit: column reductions (a norm backward's weight gradient) instead of inner ones")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if os.path.exists(args.out):
@@ -147,20 +154,20 @@ def main(argv=None) -> int:
         heur = heuristics.load(args.heuristics)
         if args.action == "probe":
             heuristics.dump(unsplit.probe(heur, parse_config(args.config) if args.config else None,
-                                          reduction_type=args.reduction_type), args.out)
+                                          reduction_type=args.reduction_type, outer=args.outer), args.out)
             return 0
         if not args.evidence:
             sys.exit("unsplit_fit: error: fit needs --evidence (the A/B of the probe without a config)")
         sources = args.evidence.split(",")
-        base = of_type(unsplit.points_from_rows([row for db in sources for row in figdata.validation_rows(db)]),
-                       args.reduction_type)
+        base = of_type(unsplit.points_from_rows([row for db in sources for row in figdata.validation_rows(db)],
+                                                args.outer), args.reduction_type)
         variants = []
         for spec in args.variant:
             probe_file, _, dbs = spec.partition("=")
             config = unsplit.probe_config(heuristics.load(probe_file))[0]
-            if config is None or not dbs or not args.kernels_from:
+            if config is None or not dbs or not args.kernels_from or args.outer:
                 sys.exit("unsplit_fit: error: --variant takes PROBE.yaml=DB,... of a probe with a config, and needs "
-                         "--kernels-from")
+                         "--kernels-from (no --outer: a column rule takes Inductor's config)")
             records = [rec for db in dbs.split(",") for rec in figdata.validation_records(db)]
             failed = {rec.kernel for rec in records if "failed" in json.loads(rec.result_json)}
             points = of_type(unsplit.points_from_rows([row for db in dbs.split(",")
@@ -172,7 +179,7 @@ def main(argv=None) -> int:
                   f"{', '.join(sorted(failed)) or 'none'}; it may apply to {', '.join(sorted(kernels))}")
     except (heuristics.HeuristicsError, StoreError, ValueError) as exc:
         sys.exit(f"unsplit_fit: error: {exc}")
-    fitted, lines = unsplit.fit(heur, base, variants, sources, args.reduction_type)
+    fitted, lines = unsplit.fit(heur, base, variants, sources, args.reduction_type, args.outer)
     print("\n".join(lines))
     heuristics.dump(fitted, args.out)
     print(f"wrote {args.out}: {len(fitted.unsplit)} unsplit rule(s), digest {fitted.digest()}")

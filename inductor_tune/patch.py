@@ -94,6 +94,8 @@ def check_data(heur: Heuristics) -> None:
                              "refusing to write a patch")
         if not all(type(v) is int for v in (*spec.rows, *spec.cols)):
             raise PatchError(f"unsplit spans {spec.rows!r}, {spec.cols!r} are not whole numbers; refusing to write a patch")
+        if type(spec.outer) is not bool:
+            raise PatchError(f"unsplit kind {spec.outer!r} is not true or false; refusing to write a patch")
 
 
 def _rule_source(rule) -> str:
@@ -144,6 +146,7 @@ def rules_module(heur: Heuristics, torch_version_text: str) -> str:
             lines.append(_comment(f"one kernel: {ev.gain_min or 0:.2f}-{ev.gain_max or 0:.2f}x (geomean "
                                   f"{ev.gain_geomean or 0:.2f}x) over Inductor's split at {len(ev.measured)} shapes"))
             typed = f", reduction_types={tuple(rule.reduction_types)!r}" if rule.reduction_types else ""
+            typed += ", outer=True" if rule.outer is True else ""
             lines.append(f"        UnsplitRule(rows={tuple(rule.rows)!r}, cols={tuple(rule.cols)!r}{typed}),")
         lines.append("    ),")
     lines.append(")")

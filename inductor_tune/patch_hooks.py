@@ -73,7 +73,8 @@ def _fallback_hook(indent: str, configs_then: str) -> str:
 
 
 # Past Inductor's two no-split returns of an inner reduction (enough outputs; a short reduction) it splits: an
-# unsplit rule keeps it in one kernel there.
+# unsplit rule keeps it in one kernel there. Its outer branch splits every column reduction it is asked about
+# (Reduction.num_splits returns before asking for 32 rows or fewer, or 64 x SMs outputs or more).
 _UNSPLIT = f"""            {_HOOK}
             from .runtime.distilled_reduction_rules import unsplit_decision
 
@@ -104,6 +105,12 @@ HOOKS = (
         _UNSPLIT,
         "the no-split threshold of an inner reduction in InductorChoices.reduction_split_factor",
         variants=(("            if reduction_numel_hint <= 8192:\n                return 1\n", _UNSPLIT),),  # 2.11
+    ),
+    Hook(
+        "torch/_inductor/choices.py",
+        "            rvals_per_thread = 4  # comes from heuristics, refactor to not leak here\n",  # 2.11-2.14
+        _UNSPLIT,
+        "the split of an outer (column) reduction in InductorChoices.reduction_split_factor",
     ),
     Hook(
         "torch/_inductor/runtime/triton_heuristics.py",

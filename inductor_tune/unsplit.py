@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .gate import COLS
 from .runtime.launch import KernelSlot, SlotConfig, slot_violations
-from .runtime.rulefile import INNER_SPLIT_MIN_RNUMEL
+from .runtime.rulefile import INNER_SPLIT_MIN_RNUMEL, OUTER_SPLIT_MIN_ROWS
 from .runtime.rules import Evidence, Heuristics, UnsplitSpec
 from .runtime.torch_rules import next_pow2
 from .shapes import ELEMENT_SIZES, Shape
@@ -32,6 +32,10 @@ from .stats import NOISE_FLOOR, geomean
 # decision was measured as one; finer cells would hold too few training problems to call a win.
 ROW_EDGES = (1, 16, 32, 64, 128)
 MIN_PROBLEMS = 3
+# Column reductions (outer): rows up to Inductor's mix-order threshold, below which a norm backward's weight
+# gradient is a column sum of its own that Inductor splits (coverage12's RMSNorm backwards; at more rows it fuses
+# into the mix-order kernel). Cells are octaves of rows and of N.
+OUTER_ROWS_MAX = 4095
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,9 +54,15 @@ class ABPoint:
         return f"{self.kernel} {self.rows}x{self.cols}"
 
 
-def region(heur: Heuristics, config: SlotConfig | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
+def region(heur: Heuristics, config: SlotConfig | None = None,
+           outer: bool = False) -> tuple[tuple[int, int], tuple[int, int]]:
     """(rows, cols) spans where Inductor splits an inner reduction on the file's GPU (and ``config`` is a legal
-    launch config of the one kernel: a persistent row holds at most 64K elements)."""
+    launch config of the one kernel: a persistent row holds at most 64K elements); with ``outer``, a column
+    reduction (rows up to OUTER_ROWS_MAX; no config: such a rule takes Inductor's)."""
+    if outer:
+        if config is not None:
+            raise ValueError("an outer unsplit probe launches the one kernel as Inductor picks")
+        return (OUTER_SPLIT_MIN_ROWS, OUTER_ROWS_MAX), (COLS[0], 64 * heur.gpu.sm_count - 1)
     # N no further than the gate draws it: no evidence reaches beyond.
     cols_hi = COLS[1]
     while config is not None and slot_violations(KernelSlot("probe", False, 1 << 30, cols_hi, False, False), config):
@@ -63,17 +73,23 @@ def region(heur: Heuristics, config: SlotConfig | None = None) -> tuple[tuple[in
 
 
 def probe(heur: Heuristics, config: SlotConfig | None = None, element_size: int = 2,
-          reduction_type: str | None = None) -> Heuristics:
+          reduction_type: str | None = None, outer: bool = False) -> Heuristics:
     """``heur`` plus one unsplit rule over the whole split region (where ``config`` is legal), the one kernel
     launched with ``config`` (None: as the launch rules or Inductor launch it), for reductions of
-    ``reduction_type`` only where one is given: what the training A/B measures."""
-    rows, cols = region(heur, config)
+    ``reduction_type`` only where one is given, column reductions with ``outer``: what the training A/B measures."""
+    rows, cols = region(heur, config, outer)
     what = f"launched as {config.describe()}" if config else "launched as Inductor or a launch rule picks"
-    which = f"{reduction_type} reduction" if reduction_type else "inner reduction"
+    which = f"{reduction_type} " if reduction_type else ""
+    which += "column reduction" if outer else ("reduction" if reduction_type else "inner reduction")
     spec = UnsplitSpec(rows, cols, Evidence(note=f"probe: keeps every split {which} in one kernel, {what}, "
                                                  "to be measured against Inductor's split; not a proposed default"),
                        config, element_size if config else None,
-                       reduction_types=(reduction_type,) if reduction_type else ())
+                       reduction_types=(reduction_type,) if reduction_type else (), outer=outer)
+    if outer:
+        # The A/B isolates the column decision: a backward's row kernel would take the launch rules too, and its
+        # gain would be credited to the column rule. The file ships no launch rule of column kernels, so the
+        # one kernel takes Inductor's config in both.
+        return dataclasses.replace(heur, rules=(), unsplit=(spec,), mix_autotune=(), multi_kernel=())
     return dataclasses.replace(heur, unsplit=(spec,))
 
 
@@ -84,33 +100,43 @@ def probe_config(heur: Heuristics) -> tuple[SlotConfig | None, int | None]:
     return heur.unsplit[0].config, heur.unsplit[0].element_size
 
 
-def points_from_rows(rows) -> list[ABPoint]:
+def points_from_rows(rows, outer: bool = False) -> list[ABPoint]:
     """ABPoints from ``validate.ValidationRow``s of a probe run (``figdata.validation_rows``): the problems an
-    unsplit rule touched, inside the split region."""
+    unsplit rule touched, inside the split region (of column reductions with ``outer``)."""
     from .validate import HEURISTICS
 
     out = []
     for r in rows:
         heur = r.variant(HEURISTICS)
         shape = Shape.parse(r.shape)
-        if heur is None or not r.heuristics_applied or shape.cols < INNER_SPLIT_MIN_RNUMEL:
+        inside = (OUTER_SPLIT_MIN_ROWS <= shape.rows <= OUTER_ROWS_MAX) if outer \
+            else shape.cols >= INNER_SPLIT_MIN_RNUMEL
+        if heur is None or not r.heuristics_applied or not inside:
             continue
         out.append(ABPoint(r.kernel, shape.rows, shape.cols, heur.ratio_to_default, max(r.noise, NOISE_FLOOR),
                            ELEMENT_SIZES[r.dtype]))
     return out
 
 
-def cells(heur: Heuristics) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """The rows band x N octave cells of the split region, in order."""
-    (_, rows_hi), (cols_lo, cols_hi) = region(heur)
-    edges = [e for e in ROW_EDGES if e <= rows_hi] + [rows_hi + 1]
-    bands = [(lo, hi - 1) for lo, hi in zip(edges, edges[1:])]
-    octaves, lo = [], cols_lo
-    while lo <= cols_hi:
-        hi = min(cols_hi, 1 << (lo - 1).bit_length())
-        octaves.append((lo, hi))
+def cells(heur: Heuristics, outer: bool = False) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The rows band x N octave cells of the split region (rows octaves too with ``outer``), in order."""
+    (rows_lo, rows_hi), (cols_lo, cols_hi) = region(heur, outer=outer)
+    if outer:
+        bands = _octaves(rows_lo, rows_hi)
+    else:
+        edges = [e for e in ROW_EDGES if e <= rows_hi] + [rows_hi + 1]
+        bands = [(lo, hi - 1) for lo, hi in zip(edges, edges[1:])]
+    return [(b, o) for b in bands for o in _octaves(cols_lo, cols_hi)]
+
+
+def _octaves(lo: int, hi_end: int) -> list[tuple[int, int]]:
+    """lo..hi_end cut at powers of two (each octave ends at one; one that starts at one ends at the next)."""
+    out = []
+    while lo <= hi_end:
+        hi = min(hi_end, 1 << (lo - 1).bit_length() if lo & (lo - 1) else 2 * lo)
+        out.append((lo, hi))
         lo = hi + 1
-    return [(b, o) for b in bands for o in octaves]
+    return out
 
 
 def cell_verdict(points: Sequence[ABPoint]) -> str | None:
@@ -160,7 +186,8 @@ def configurable_kernels(spaces: Iterable[tuple[str, Any]], failed: Iterable[str
 
 
 def _cell_spec(inside: Sequence[ABPoint], config: SlotConfig | None = None,
-               kernels: tuple[tuple[str, str], ...] = (), reduction_types: tuple[str, ...] = ()) -> UnsplitSpec:
+               kernels: tuple[tuple[str, str], ...] = (), reduction_types: tuple[str, ...] = (),
+               outer: bool = False) -> UnsplitSpec:
     ratios = [p.ratio for p in inside]
     sizes = {p.element_size for p in inside}
     if config is not None and len(sizes) != 1:
@@ -175,7 +202,7 @@ def _cell_spec(inside: Sequence[ABPoint], config: SlotConfig | None = None,
                  gain_max=round(max(ratios), 4), noise=round(max(p.band for p in inside), 4),
                  note=f"one kernel, {launched}, against Inductor's split, interleaved (validate of the probes); "
                       "the measured span of a cell with no loss beyond noise"),
-        config, sizes.pop() if config is not None else None, kernels, reduction_types,
+        config, sizes.pop() if config is not None else None, kernels, reduction_types, outer,
     )
 
 
@@ -195,7 +222,8 @@ def _with_config(base: Sequence[ABPoint], variant: Variant) -> tuple[list[ABPoin
 
 
 def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
-        sources: Sequence[str], reduction_type: str | None = None) -> tuple[Heuristics, list[str]]:
+        sources: Sequence[str], reduction_type: str | None = None, outer: bool = False,
+        ) -> tuple[Heuristics, list[str]]:
     """``heur`` with the unsplit rules its cells earn (replacing any it had), and one line per cell and variant.
 
     ``base`` is the A/B of the probe that keeps Inductor's config; each variant's config applies only to the
@@ -206,11 +234,12 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
 
     With ``reduction_type``, the rules earned key on it and replace only the file's rules of that type alone; the
     points must then be problems whose split reduction is of that type (the caller keeps those), and a cell whose
-    span would overlap a kept rule earns nothing there (the kept rule decides)."""
+    span would overlap a kept rule earns nothing there (the kept rule decides). With ``outer`` the rules are of
+    column reductions, and the file's inner rules stay (as its column rules stay in a fit of inner ones)."""
     types = (reduction_type,) if reduction_type else ()
-    kept = tuple(u for u in heur.unsplit if reduction_type and u.reduction_types != types)
+    kept = tuple(u for u in heur.unsplit if u.outer != outer or (reduction_type and u.reduction_types != types))
     specs, lines = [], []
-    for (rows, cols) in cells(heur):
+    for (rows, cols) in cells(heur, outer):
         where = f"rows {rows[0]}..{rows[1]} N {cols[0]}..{cols[1]}"
         inside = [p for p in base if rows[0] <= p.rows <= rows[1] and cols[0] <= p.cols <= cols[1]]
         unlisted_why = cell_verdict(inside)
@@ -227,8 +256,9 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
             if why is not None:
                 lines.append(f"{where}: {name}: Inductor's split kept: {why}")
                 continue
-            spec = _cell_spec(points, config, kernels, types)
-            clash = next((u for u in kept if _meets(u.rows, spec.rows) and _meets(u.cols, spec.cols)), None)
+            spec = _cell_spec(points, config, kernels, types, outer)
+            clash = next((u for u in kept if u.outer == outer and _meets(u.rows, spec.rows)
+                          and _meets(u.cols, spec.cols)), None)
             if clash is not None:
                 lines.append(f"{where}: {name}: Inductor's split kept: overlaps {clash.describe()}")
                 continue

@@ -158,7 +158,7 @@ def test_the_patch_writes_unsplit_rules_as_literals_and_hooks_the_split_factor(b
     namespace: dict = {}
     exec(compile(module, "distilled_reduction_rules.py", "exec"), namespace)  # noqa: S102 (our own template)
     assert namespace["TABLE"].unsplit == (namespace["UnsplitRule"]((64, 124), (8717, 16192)),)
-    (hook_,) = [h for h in patch.HOOKS if "reduction_split_factor" in h.what]
+    (hook_,) = [h for h in patch.HOOKS if "reduction_split_factor" in h.what and "inner" in h.what]
     assert all("unsplit_decision(device, reduction_numel_hint, numel_hint, inner_reduction)" in code
                for _, code in hook_.choices())
     bad = dataclasses.replace(heur, unsplit=(UnsplitSpec((64, 124), (8717, "16192) or (1")),))

@@ -172,6 +172,9 @@ def parse(doc: Any, source: str = "heuristics") -> Heuristics:
 # Inductor splits an inner reduction only when it has fewer than 2 x SMs outputs and is longer than this
 # (InductorChoices.reduction_split_factor, torch 2.11-2.14 below compute capability 10).
 INNER_SPLIT_MIN_RNUMEL = 8193
+# It splits a column reduction only over more rows than a warp's width, and with fewer outputs than 64 x SMs
+# (the outer branch of reduction_split_factor and Reduction.num_splits, the same in torch 2.11-2.14).
+OUTER_SPLIT_MIN_ROWS = 33
 
 
 def _parse_unsplit(entries: Any, gpu: GpuSpec, source: str) -> tuple[UnsplitSpec, ...]:
@@ -181,16 +184,26 @@ def _parse_unsplit(entries: Any, gpu: GpuSpec, source: str) -> tuple[UnsplitSpec
     for i, entry in enumerate(entries):
         where = f"{source}: unsplit[{i}]"
         if not isinstance(entry, dict) or set(entry) - {"rows", "cols", "evidence", "config", "element_size", "kernels",
-                                                         "reduction_types"}:
-            raise HeuristicsError(f"{where}: must be a mapping of rows, cols, evidence, optional reduction_types and "
-                                  "an optional config with its element_size and kernels")
+                                                         "reduction_types", "reduction"}:
+            raise HeuristicsError(f"{where}: must be a mapping of rows, cols, evidence, optional reduction and "
+                                  "reduction_types and an optional config with its element_size and kernels")
         rows = _span(_need(entry, "rows", where, list), f"{where}: rows")
         cols = _span(_need(entry, "cols", where, list), f"{where}: cols")
-        if rows[1] >= 2 * gpu.sm_count or cols[0] < INNER_SPLIT_MIN_RNUMEL:
+        if entry.get("reduction", "inner") not in ("inner", "outer"):
+            raise HeuristicsError(f"{where}: reduction must be 'inner' or 'outer', not {entry['reduction']!r}")
+        outer = entry.get("reduction") == "outer"
+        if outer:
+            if rows[0] < OUTER_SPLIT_MIN_ROWS or cols[1] >= 64 * gpu.sm_count:
+                raise HeuristicsError(f"{where}: covers column reductions Inductor does not split (rows must start "
+                                      f"at {OUTER_SPLIT_MIN_ROWS} or more and cols stay below {64 * gpu.sm_count}, "
+                                      "64 x SMs)")
+            if "config" in entry:  # the A/B timed the one kernel as Inductor launches it, and nothing else
+                raise HeuristicsError(f"{where}: an outer unsplit rule takes Inductor's config, not one of its own")
+        elif rows[1] >= 2 * gpu.sm_count or cols[0] < INNER_SPLIT_MIN_RNUMEL:
             raise HeuristicsError(f"{where}: covers reductions Inductor does not split (rows must stay below "
                                   f"{2 * gpu.sm_count}, 2 x SMs, and cols start at {INNER_SPLIT_MIN_RNUMEL} or more)")
         for j, other in enumerate(out):
-            if _overlap(other.rows, rows) and _overlap(other.cols, cols):
+            if other.outer == outer and _overlap(other.rows, rows) and _overlap(other.cols, cols):
                 raise HeuristicsError(f"{where}: overlaps unsplit[{j}]")
         cfg, element_size, kernels = None, None, ()
         if ("config" in entry) != ("element_size" in entry) or ("kernels" in entry and "config" not in entry):
@@ -205,7 +218,7 @@ def _parse_unsplit(entries: Any, gpu: GpuSpec, source: str) -> tuple[UnsplitSpec
         if "reduction_types" in entry and not (named and types):
             raise HeuristicsError(f"{where}: reduction_types must be a non-empty list of reduction type names")
         out.append(UnsplitSpec(rows, cols, _parse_evidence(entry.get("evidence") or {}, where), cfg, element_size,
-                               kernels, tuple(types)))
+                               kernels, tuple(types), outer))
     return tuple(out)
 
 

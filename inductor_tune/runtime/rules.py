@@ -106,7 +106,9 @@ class RuleSpec:
 @dataclasses.dataclass(frozen=True)
 class UnsplitSpec:
     """Inner reductions of ``rows`` outputs and length ``cols`` (inclusive measured spans) that Inductor would
-    split into two kernels stay one (``torch_rules.UnsplitRule``), with the A/B evidence it rests on."""
+    split into two kernels stay one (``torch_rules.UnsplitRule``), with the A/B evidence it rests on. With
+    ``outer``, column reductions of a ``rows`` x ``cols`` problem instead (``cols`` outputs, each a sum over
+    ``rows``: a norm backward's weight gradient)."""
 
     rows: tuple[int, int]
     cols: tuple[int, int]
@@ -123,11 +125,17 @@ class UnsplitSpec:
     # online_softmax_reduce) that the rule keeps whole; empty: any. Sizes alone cannot tell a softmax forward from
     # a backward of the same rows and N, and they answered the one kernel oppositely (docs/rules.md, stop 60).
     reduction_types: tuple[str, ...] = ()
+    # Column reductions: Inductor's outer split (the best founds of held-out set 60 kept a small-row RMSNorm
+    # backward's weight gradient whole, docs/rules.md, stop 69). Such a rule takes Inductor's config.
+    outer: bool = False
 
     def describe(self) -> str:
         what = (f": {self.config.describe()} for {len(self.kernels)} kernel(s) of {self.element_size}-byte elements"
                 if self.config else "")
         which = f" of {'/'.join(self.reduction_types)}" if self.reduction_types else ""
+        if self.outer:
+            return (f"unsplit column reductions{which} of rows {self.rows[0]}..{self.rows[1]} "
+                    f"x N {self.cols[0]}..{self.cols[1]}{what}")
         return (f"unsplit inner reductions{which} rows {self.rows[0]}..{self.rows[1]} "
                 f"r={self.cols[0]}..{self.cols[1]}{what}")
 
@@ -247,7 +255,8 @@ class Heuristics:
                                   r.rows, r.cols, r.aligned_cols, r.odd_hull)
                       for r in self.rules if r.config is not None)
         unsplit = tuple(torch_rules.UnsplitRule(rows=tuple(u.rows), cols=tuple(u.cols),
-                                                reduction_types=tuple(u.reduction_types)) for u in self.unsplit)
+                                                reduction_types=tuple(u.reduction_types), outer=u.outer)
+                        for u in self.unsplit)
         # An unsplit rule's own config comes first: inside its spans it is what the A/B measured.
         return torch_rules.Table(self.gpu.name, self.gpu.cc, self.gpu.sm_count,
                                  self.unsplit_launch_rules() + rules, unsplit)
@@ -314,6 +323,8 @@ def _evidence_dict(evidence: Evidence) -> dict[str, Any]:
 def unsplit_dict(spec: UnsplitSpec) -> dict[str, Any]:
     """An unsplit rule as the file spells it (the digest hashes this)."""
     out: dict[str, Any] = {"rows": list(spec.rows), "cols": list(spec.cols)}
+    if spec.outer:  # inner rules keep the digests they had before column rules existed
+        out["reduction"] = "outer"
     if spec.config is not None:  # rules without a config keep the digests they had before configs existed
         out.update(element_size=spec.element_size, config=config_dict(spec.config))
         if spec.kernels:

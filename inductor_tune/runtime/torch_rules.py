@@ -52,12 +52,14 @@ class Rule:
 @dataclasses.dataclass(frozen=True)
 class UnsplitRule:
     """An inner reduction Inductor would split stays one kernel, inside the measured rows and lengths (a split
-    changes, never what compiles: ``split_reductions=False`` compiles the same one kernel)."""
+    changes, never what compiles: ``split_reductions=False`` compiles the same one kernel). With ``outer``, a
+    column reduction of ``cols`` outputs over ``rows`` (the problem's rows and N, as for inner rules)."""
 
     rows: tuple
     cols: tuple
     # The reduction types (ir.Reduction.num_splits' reduction_type) it keeps whole; empty: any.
     reduction_types: tuple = ()
+    outer: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -543,25 +545,28 @@ def fallback_configs(autotuner, exc) -> Optional[list]:
 
 
 def unsplit_decision(device, reduction_numel, numel, inner_reduction: bool, table=None) -> bool:
-    """reduction_split_factor: a rule keeps this inner reduction whole (asked only where Inductor splits)."""
+    """reduction_split_factor: a rule of the reduction's kind (inner, or outer: a column reduction) keeps it whole
+    (asked only where Inductor splits)."""
     from torch._inductor.runtime.hints import DeviceProperties
 
     table = table or TABLE
     rnumel, xnumel = _static_int(reduction_numel), _static_int(numel)
+    rules = [rule for rule in table.unsplit if rule.outer != bool(inner_reduction)]
     # Deterministic and autotuning modes keep Inductor's reduction order and its own plans.
-    if not table.unsplit or not inner_reduction or _skip_config() or rnumel is None or xnumel is None \
+    if not rules or _skip_config() or rnumel is None or xnumel is None \
             or device is None or getattr(device, "type", None) != "cuda":
         return False
     if not device_matches(DeviceProperties.create(device), table) or not device_name_matches(device.index, table):
         return False
     # ir.Reduction.num_splits asks with sizes alone; a rule naming reduction types reads the one it decides for
     # from that caller's frame (none found, on another torch: no such rule applies).
-    frame = sys._getframe(1) if any(rule.reduction_types for rule in table.unsplit) else None
+    frame = sys._getframe(1) if any(rule.reduction_types for rule in rules) else None
     while frame is not None and not (frame.f_code.co_name == "num_splits" and "_inductor" in frame.f_code.co_filename):
         frame = frame.f_back
     asked = frame.f_locals.get("reduction_type") if frame is not None else None
-    return any(within(rule.rows, xnumel) and within(rule.cols, rnumel)
-               and (not rule.reduction_types or asked in rule.reduction_types) for rule in table.unsplit)
+    rows, cols = (rnumel, xnumel) if not inner_reduction else (xnumel, rnumel)  # the problem's rows and N
+    return any(within(rule.rows, rows) and within(rule.cols, cols)
+               and (not rule.reduction_types or asked in rule.reduction_types) for rule in rules)
 
 
 def mix_order_split_size(node, numel, rnumel, table=None) -> Optional[int]:
