@@ -71,22 +71,26 @@ class ModelSpec:
         return self.batch * self.seq
 
 
-def llama_spec(hidden: int, batch: int = 4, seq: int = 2048, intermediate: int | None = None) -> ModelSpec:
+def llama_spec(hidden: int, batch: int = 4, seq: int = 2048, intermediate: int | None = None,
+               suffix: str = "") -> ModelSpec:
     """Llama-style proportions: head dim 128, a KV head per 4 heads, MLP ~3.5x rounded to 256."""
     heads = hidden // 128
     intermediate = intermediate or 256 * round(3.5 * hidden / 256)
-    return ModelSpec(f"llama-{hidden}", "llama", hidden, intermediate, heads, heads // 4, batch=batch, seq=seq)
+    return ModelSpec(f"llama-{hidden}{suffix}", "llama", hidden, intermediate, heads, heads // 4, batch=batch, seq=seq)
 
 
-def gpt2_spec(hidden: int, batch: int = 8, seq: int = 1024) -> ModelSpec:
+def gpt2_spec(hidden: int, batch: int = 8, seq: int = 1024, suffix: str = "") -> ModelSpec:
     heads = hidden // 64
-    return ModelSpec(f"gpt2-{hidden}", "gpt2", hidden, 4 * hidden, heads, heads, batch=batch, seq=seq)
+    return ModelSpec(f"gpt2-{hidden}{suffix}", "gpt2", hidden, 4 * hidden, heads, heads, batch=batch, seq=seq)
 
 
 # 8192 tokens each: the row counts the studies covered.  llama-8192 holds ~1.7 G parameters per copy
-# (two copies, their gradients and one step's activations: ~25 GiB).
+# (two copies, their gradients and one step's activations: ~25 GiB).  The two steps of 2048 tokens have weight and
+# bias gradients of 2048 rows, column sums Inductor splits below its mix-order threshold: where rules of column
+# reductions apply (docs/rules.md, stop 69), and any column sum of their sizes takes them, not a norm's alone.
 CATALOG: dict[str, ModelSpec] = {s.name: s for s in (
     llama_spec(2048), llama_spec(4096, intermediate=14336), llama_spec(8192), gpt2_spec(1024), gpt2_spec(2048),
+    llama_spec(2048, batch=1, suffix="-t2048"), gpt2_spec(1024, batch=2, suffix="-t2048"),
 )}
 
 
