@@ -198,7 +198,8 @@ def test_column_points_are_the_touched_problems_below_the_mix_order_rows():
     from inductor_tune.validate import ValidationRow, Variant
 
     def row(shape, applied):
-        variants = (Variant("inductor_default", 1.0, 1, 1, 1.0, 1.0, 1.0), Variant("heuristics", 0.8, 1, 1, 1.25, 1.2, 1.3))
+        variants = (Variant("inductor_default", 1.0, 1, 1, 1.0, 1.0, 1.0),
+                    Variant("heuristics", 0.8, 1, 1, 1.25, 1.2, 1.3))
         return ValidationRow("rmsnorm_bwd", shape, "bf16", variants, 0.004, False, applied, ())
 
     rows = [row("151x3553", True), row("151x3553", False), row("5000x3553", True), row("20x3553", True)]
