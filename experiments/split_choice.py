@@ -13,33 +13,28 @@ samples: it reads the records and writes nothing, and no fit reads it.
 from __future__ import annotations
 
 import argparse
-import json
-import sqlite3
+
+import optuna
 
 PARAM = "graph.split_reductions"
 
 
 def best_by_split(db: str) -> list[tuple[str, dict]]:
     """(study name, {"Inductor's flags" | "split on" | "split off": best GB/s}) of each backward study."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    storage = optuna.storages.RDBStorage(f"sqlite:///file:{db}?mode=ro&uri=true")  # never writes the record
     out = []
-    for study_id, name in con.execute("select study_id, study_name from studies order by study_id"):
-        if "_bwd/" not in name:
+    for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
+        if "_bwd/" not in summary.study_name:
             continue
-        rows = con.execute(
-            """select p.param_value, p.distribution_json, a.value_json from trials t
-               join trial_user_attributes a on a.trial_id = t.trial_id and a.key = 'gbps'
-               left join trial_params p on p.trial_id = t.trial_id and p.param_name = ?
-               where t.study_id = ? and t.state = 'COMPLETE'""", (PARAM, study_id)).fetchall()
+        study = optuna.load_study(study_name=summary.study_name, storage=storage)
         best: dict[str, float] = {}
-        for index, distribution, gbps in rows:
-            if index is None:
-                key = "Inductor's flags"
-            else:
-                split = json.loads(distribution)["attributes"]["choices"][int(index)]
-                key = "split on" if split else "split off"
-            best[key] = max(best.get(key, 0.0), float(json.loads(gbps)))
-        out.append((name.split("@")[0], best))
+        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+            if "gbps" not in trial.user_attrs:
+                continue
+            split = trial.params.get(PARAM)
+            key = "Inductor's flags" if split is None else "split on" if split else "split off"
+            best[key] = max(best.get(key, 0.0), float(trial.user_attrs["gbps"]))
+        out.append((summary.study_name.split("@")[0], best))
     return out
 
 

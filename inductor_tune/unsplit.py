@@ -79,8 +79,8 @@ def probe(heur: Heuristics, config: SlotConfig | None = None, element_size: int 
     ``reduction_type`` only where one is given, column reductions with ``outer``: what the training A/B measures."""
     rows, cols = region(heur, config, outer)
     what = f"launched as {config.describe()}" if config else "launched as Inductor or a launch rule picks"
-    which = f"{reduction_type} " if reduction_type else ""
-    which += "column reduction" if outer else ("reduction" if reduction_type else "inner reduction")
+    kind = "column reduction" if outer else "reduction" if reduction_type else "inner reduction"
+    which = f"{reduction_type} {kind}" if reduction_type else kind
     spec = UnsplitSpec(rows, cols, Evidence(note=f"probe: keeps every split {which} in one kernel, {what}, "
                                                  "to be measured against Inductor's split; not a proposed default"),
                        config, element_size if config else None,
