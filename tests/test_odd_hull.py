@@ -26,8 +26,8 @@ from inductor_tune.heuristics import HeuristicsError
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H200_FILE = os.path.join(ROOT, "heuristics", "h200.yaml")
 # The finding's rule (N 8251..12048) is kept by every shipped file through 2b0e169f (stops 65-66); span round 31 cut
-# it at N 11264 in fcb2b8aa (shipped at stops 67-68) and 5af72bc3 (since stop 69) keeps the cut. So the hull is tested
-# on 2b0e169f's copy, and the shipped file is checked at the lost shapes.
+# it at N 11264 in fcb2b8aa (shipped at stops 67-68); 5af72bc3 (stop 69) and 646a9315 (since stop 70) keep the cut.
+# So the hull is tested on 2b0e169f's copy, and the shipped file is checked at the lost shapes.
 FINDING_FILE = os.path.join(ROOT, "experiments", "candidates", "h200-s64.yaml")
 SOFTMAX_BWD_SPAN = (8251, 12048)
 LOST = ((540, 11401), (540, 11503), (274, 11297))  # odd N inside the odd span, outside the hull
