@@ -8,6 +8,8 @@ both files' rule tables (`torch_rules.lookup`, first match in table order) at th
 element size, reduction type and envelope either file names, and under an unnamed one; a kernel whose features
 neither file names matches what the unnamed case matches. Where every answer launches the same config, and the
 unsplit rules, split-autotune and multi-kernel entries are equal, the two files compile that model the same way.
+Column unsplit rules (stop 70) decide before any kernel exists, from the column sum's rows and outputs; a step's
+column sums run over its tokens, so for each model it lists both files' column rules whose rows hold that count.
 
 The sizes asked are the size hints (powers of two). They are the kernels' actual sizes where the model's token count
 and hidden size are powers of two: its norms' reductions then run over tokens, hidden, or one of them split in
@@ -71,6 +73,13 @@ def launch_differences(old, new, kernels: set[tuple[int, int]]) -> list[str]:
     return lines
 
 
+def column_rules_at(heuristic_file, tokens: int) -> list[str]:
+    """The file's column unsplit rules whose rows hold a step's token count: a transformer step's column reductions
+    (weight and bias gradients) sum over its tokens, so only these can keep one of them whole."""
+    return [f"{rule.rows[0]}..{rule.rows[1]} x {rule.cols[0]}..{rule.cols[1]}" for rule in heuristic_file.unsplit
+            if rule.outer and rule.rows[0] <= tokens <= rule.rows[1]]
+
+
 def compare(old_path: str, new_path: str, database: str, models: list[str]) -> list[str]:
     old, new = heuristics.load(old_path), heuristics.load(new_path)
     out = [f"{kind}: {'equal' if getattr(old, kind) == getattr(new, kind) else 'DIFFER'}" for kind in ENTRY_KINDS]
@@ -87,6 +96,10 @@ def compare(old_path: str, new_path: str, database: str, models: list[str]) -> l
                 out.append(f"{model}: not comparable (tokens x hidden {sizes[0]}x{sizes[1]}: size hints are not the "
                            "actual sizes)")
                 continue
+            for name, heuristic_file in (("old", old), ("new", new)):
+                held = column_rules_at(heuristic_file, sizes[0])
+                out.append(f"{model}: {name} file's column unsplit rules holding at {sizes[0]} rows: "
+                           f"{', '.join(held) or 'none'}")
             kernels = reduction_kernels(record)
             differences = launch_differences(old, new, kernels)
             verdict = "the same launch configs at every key" if not differences else f"{len(differences)} key(s) differ"

@@ -68,3 +68,21 @@ def test_a_model_whose_sizes_are_not_powers_of_two_is_not_compared(tmp_path):
     lines = model_launches.compare(REFIT_S62, REFIT_S62, str(database), ["odd", "absent"])
     assert lines[3].startswith("odd: not comparable (tokens x hidden 6000x4096")
     assert lines[4].startswith("absent: no record")
+
+
+SHIPPED_S69 = "experiments/candidates/h200-s68.yaml"  # 5af72bc3: no column rule
+COLUMN_S70 = "experiments/candidates/h200-s69.yaml"  # 646a9315: 16 column rules, rows 132..1590
+
+
+def test_stop_70_no_column_rule_holds_at_the_2048_token_steps_and_the_lines_name_those_that_would():
+    lines = model_launches.compare(SHIPPED_S69, COLUMN_S70, "db/models-h200-s69.sqlite",
+                                   ["llama-2048-t2048", "gpt2-1024-t2048"])
+    assert lines[0] == "unsplit: DIFFER"
+    held = [line for line in lines if "column unsplit rules holding at" in line]
+    assert len(held) == 4 and all(line.endswith("holding at 2048 rows: none") for line in held)
+    assert sum(line.endswith("the same launch configs at every key") for line in lines) == 2
+    # At 400 tokens four would hold; the one of rows 352..384 ends below.
+    column = heuristics.load(COLUMN_S70)
+    assert model_launches.column_rules_at(column, 400) == [
+        "279..410 x 150..229", "346..470 x 592..953", "267..470 x 4379..5968", "266..462 x 8207..8444"]
+    assert model_launches.column_rules_at(heuristics.load(SHIPPED_S69), 400) == []
