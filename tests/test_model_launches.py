@@ -66,8 +66,10 @@ def test_a_model_whose_sizes_are_not_powers_of_two_is_not_compared(tmp_path):
         connection.execute("insert into it_validation (kernel, result_json) values (?, ?)",
                            ("model:odd", json.dumps(record)))
     lines = model_launches.compare(REFIT_S62, REFIT_S62, str(database), ["odd", "absent"])
-    assert lines[3].startswith("odd: not comparable (tokens x hidden 6000x4096")
-    assert lines[4].startswith("absent: no record")
+    assert lines[3:5] == ["odd: old file's column unsplit rules holding at 6000 rows: none",
+                          "odd: new file's column unsplit rules holding at 6000 rows: none"]
+    assert lines[5].startswith("odd: not comparable (tokens x hidden 6000x4096")
+    assert lines[6].startswith("absent: no record")
 
 
 SHIPPED_S69 = "experiments/candidates/h200-s68.yaml"  # 5af72bc3: no column rule

@@ -13,8 +13,10 @@
 #   b: CAND's one score on set 62 (about 300 s), then what is left of set 62's best-found studies;
 #   c, d: the GPU tests with CAND installed, as at stop 70;
 #   e: set 62's best-found suites validated with CAND (the studies resume first);
-#   f: the two 2048-token model steps with CAND, only where `experiments/model_launches.py` says one of its column
-#      rules holds at 2048 rows (none of 646a9315's does).
+#   f: model steps with CAND: `gpt2-768-t400` (GPT-2 small, 400 tokens), where a column rule of 646a9315 holds
+#      (400 x 768, at LayerNorm weight and Linear bias gradients alike), and the two 2048-token steps too where
+#      `experiments/model_launches.py` says a column rule of CAND holds at 2048 rows (MODELS=..., comma-separated).
+#      With CAND=heuristics/h200.yaml it times the shipped file's column rules in a model step.
 # BUDGET must stay under what the device has left (the previous call's lease.budget_left_s less about 40 s).
 # Pack with `bash experiments/device/pack.sh STASH experiments/unsplit/probe-outer.yaml heuristics/h200.yaml [CAND]
 # -- db/quack.sqlite db/bestfound61.sqlite db/bestfound61-large.sqlite [db/bestfound62*.sqlite]`.
@@ -54,5 +56,5 @@ case "${PART:-a}" in
   d) BUDGET=$B bash experiments/device/steps.sh "$(tests d 'tests/test_gpu_models.py tests/test_gpu.py')" ;;
   f) BUDGET=$B bash experiments/device/steps.sh \
       "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h200-s70.sqlite \
-       --models llama-2048-t2048,gpt2-1024-t2048 2>&1 | grep -v 'Warning\|warn\|^$' | tail -8" ;;
+       --models ${MODELS:-gpt2-768-t400} 2>&1 | grep -v 'Warning\|warn\|^$' | tail -8" ;;
 esac
