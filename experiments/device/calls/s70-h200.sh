@@ -5,7 +5,8 @@
 #   a: the column probe's A/B on its second training draw (experiments/unsplit/outer-train2-draw.json, seed 3302:
 #      64 backward problems, 4 in each of the 16 cells where stop 70's fit made a rule; about 70 s), so that each
 #      cell has 8 problems; then set 61's best-found suites validated with the shipped 646a9315 (the studies are in
-#      db/bestfound61{,-large}.sqlite; about 100 s); then set 62's best-found studies with what is left.
+#      db/bestfound61{,-large}.sqlite; about 100 s); then the shipped file's `gpt2-768-t400` step (about 80 s: no
+#      step timed so far has a column sum a column rule holds at); then set 62's best-found studies.
 #   Then on the CPU: `python3 experiments/unsplit_fit.py fit heuristics/h200.yaml --outer --evidence
 #   db/unsplit-outer-train.sqlite,db/unsplit-outer-train2.sqlite --out experiments/candidates/h200-s70.yaml`. Its
 #   rules span what 8 problems of a cell cover, or leave a cell where one of the new 4 loses beyond noise. Where it
@@ -44,7 +45,11 @@ case "${PART:-a}" in
       "python3 -m inductor_tune validate experiments/unsplit/probe-outer.yaml --no-progress \
        --draw experiments/unsplit/outer-train2-draw.json --rounds 3 --storage sqlite:///db/unsplit-outer-train2.sqlite \
        2>&1 | tail -8" \
-      "${suites[@]}" "${studies[@]}" ;;
+      "${suites[@]}" \
+      "python3 -m inductor_tune validate heuristics/h200.yaml --no-progress --rounds 5 \
+       --storage sqlite:///db/models-h200-s70-shipped.sqlite --models gpt2-768-t400 2>&1 \
+       | grep -v 'Warning\|warn\|^$' | tail -8" \
+      "${studies[@]}" ;;
   b) BUDGET=$B bash experiments/device/steps.sh \
       "python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/set62-draw.json --rounds 3 \
        --storage sqlite:///db/heldout62.sqlite 2>&1 | tail -8" \
