@@ -1,4 +1,4 @@
-"""Write an unsplit probe, keep a training draw's problems in its span, or fit unsplit rules from probes' A/B.
+"""Write an unsplit probe, keep a training draw's problems in its span, fit unsplit rules from probes' A/B, or prune.
 
   python3 experiments/unsplit_fit.py probe heuristics/h200.yaml --out experiments/unsplit/probe.yaml
   python3 experiments/unsplit_fit.py probe heuristics/h200.yaml --config persistent=true,XBLOCK=1,num_warps=16 \\
@@ -28,6 +28,12 @@ With ``--outer`` (probe and fit), the rules keep a column reduction whole (a nor
 file's inner rules, and one of inner rules keeps its column rules. The training draw is a stratified draw of the
 backward kernels (``stratify`` of an outer probe on a gate draw of those kernels).
 The fit reads nothing but the probes and their records (``inductor_tune.unsplit`` says how cells become rules).
+
+  python3 experiments/unsplit_fit.py prune CANDIDATE.yaml --outer --evidence db/unsplit-outer-train3.sqlite \\
+      --out PRUNED.yaml
+
+``prune`` drops a file's rules whose cell holds a problem of a fresh training draw that lost beyond noise, and
+changes nothing else: a gated file made safer without a new span to score.
 """
 
 import argparse
@@ -124,7 +130,7 @@ def of_type(points: list, reduction_type: str | None) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=("probe", "subset", "stratify", "fit"))
+    ap.add_argument("action", choices=("probe", "subset", "stratify", "fit", "prune"))
     ap.add_argument("heuristics", help="probe/fit: the file whose launch rules they keep; subset: the probe")
     ap.add_argument("--config", help="probe: the launch config forced onto the one kernel, FIELD=VALUE,...")
     ap.add_argument("--draw", help="subset, stratify: a training draw")
@@ -157,10 +163,16 @@ def main(argv=None) -> int:
                                           reduction_type=args.reduction_type, outer=args.outer), args.out)
             return 0
         if not args.evidence:
-            sys.exit("unsplit_fit: error: fit needs --evidence (the A/B of the probe without a config)")
+            sys.exit(f"unsplit_fit: error: {args.action} needs --evidence (the A/B of the probe without a config)")
         sources = args.evidence.split(",")
         base = of_type(unsplit.points_from_rows([row for db in sources for row in figdata.validation_rows(db)],
                                                 args.outer), args.reduction_type)
+        if args.action == "prune":
+            pruned, lines = unsplit.prune(heur, base, sources, args.outer)
+            print("\n".join(lines))
+            heuristics.dump(pruned, args.out)
+            print(f"wrote {args.out}: {len(pruned.unsplit)} unsplit rule(s), digest {pruned.digest()}")
+            return 0
         variants = []
         for spec in args.variant:
             probe_file, _, dbs = spec.partition("=")

@@ -275,5 +275,33 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
     return dataclasses.replace(heur, unsplit=kept + tuple(specs), provenance=provenance), lines
 
 
+def prune(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str], outer: bool = False,
+          ) -> tuple[Heuristics, list[str]]:
+    """``heur`` without the unsplit rules (of column reductions with ``outer``) whose cell holds a problem of a
+    fresh training draw that lost beyond noise, and one line per rule. Nothing widens and nothing is added, so each
+    kept rule keeps the held-out score its file earned; a dropped rule's kernels go back to Inductor's split
+    (stop 71: a third draw found llama_rmsnorm_bwd 203x215 at 0.956 inside a gated rule of 129..256 x N 128..256)."""
+    kept, lines = [], []
+    for spec in heur.unsplit:
+        cell = next((c for c in cells(heur, outer) if c[0][0] <= spec.rows[0] <= c[0][1]
+                     and c[1][0] <= spec.cols[0] <= c[1][1]), None)
+        if spec.outer != outer or cell is None:
+            kept.append(spec)
+            continue
+        (rows, cols) = cell
+        inside = [p for p in points if rows[0] <= p.rows <= rows[1] and cols[0] <= p.cols <= cols[1]]
+        lost = [p for p in inside if p.ratio < 1 - p.band]
+        if lost:
+            worst = min(lost, key=lambda p: p.ratio)
+            lines.append(f"{spec.describe()}: dropped: {len(lost)} of {len(inside)} problem(s) of its cell lost "
+                         f"beyond noise (worst {worst.label} {worst.ratio:.3f})")
+        else:
+            kept.append(spec)
+            lines.append(f"{spec.describe()}: kept: {len(inside)} problem(s) of its cell, none lost beyond noise")
+    evidence = list(heur.provenance.get("unsplit_evidence", []))
+    provenance = dict(heur.provenance, unsplit_evidence=evidence + [s for s in sources if s not in evidence])
+    return dataclasses.replace(heur, unsplit=tuple(kept), provenance=provenance), lines
+
+
 def _meets(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]

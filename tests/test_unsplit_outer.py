@@ -206,3 +206,19 @@ def test_column_points_are_the_touched_problems_below_the_mix_order_rows():
     (p,) = unsplit.points_from_rows(rows, outer=True)
     assert (p.rows, p.cols, p.ratio) == (151, 3553, 1.25)
     assert unsplit.points_from_rows(rows) == []  # N 3553: no inner reduction Inductor splits
+
+
+def test_prune_drops_a_column_rule_whose_cell_lost_and_keeps_the_rest_unchanged(base):
+    lost_cell = UnsplitSpec((150, 230), (140, 230), outer=True)  # cell rows 129..256 x N 128..256
+    kept_cell = UnsplitSpec((140, 250), (540, 1000), outer=True)  # cell rows 129..256 x N 513..1024
+    heur = dataclasses.replace(base, unsplit=(INNER, lost_cell, kept_cell))
+    points = [ABPoint("llama_rmsnorm_bwd", 240, 215, 0.956, 0.03),  # outside the rule's span, inside its cell
+              ABPoint("rmsnorm_bwd", 200, 700, 0.99, 0.03),  # within its noise band: no loss
+              ABPoint("rmsnorm_bwd", 3000, 700, 0.5, 0.03)]  # another cell, which no rule holds
+    pruned, lines = unsplit.prune(heur, points, ["outer3.sqlite"], outer=True)
+    assert pruned.unsplit == (INNER, kept_cell)
+    assert lines[0].endswith("dropped: 1 of 1 problem(s) of its cell lost beyond noise (worst llama_rmsnorm_bwd "
+                             "240x215 0.956)") and "kept: 1 problem(s)" in lines[1]
+    assert pruned.provenance["unsplit_evidence"][-1] == "outer3.sqlite"
+    # A prune of inner rules leaves the column rules as they are.
+    assert unsplit.prune(heur, points, [], outer=False)[0].unsplit == heur.unsplit
