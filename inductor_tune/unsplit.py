@@ -279,8 +279,8 @@ def prune(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str], o
           ) -> tuple[Heuristics, list[str]]:
     """``heur`` without the unsplit rules (of column reductions with ``outer``) whose cell holds a problem of a
     fresh training draw that lost beyond noise, and one line per rule. Nothing widens and nothing is added, so each
-    kept rule keeps the held-out score its file earned; a dropped rule's kernels go back to Inductor's split
-    (stop 71: a third draw found llama_rmsnorm_bwd 203x215 at 0.956 inside a gated rule of 129..256 x N 128..256)."""
+    kept rule keeps the held-out score its file earned; a dropped rule's kernels go back to Inductor's split (stop
+    71: a third draw found llama_rmsnorm_bwd 203x215 at 0.956 inside a gated rule of rows 147..233 x N 132..233)."""
     kept, lines = [], []
     for spec in heur.unsplit:
         cell = next((c for c in cells(heur, outer) if c[0][0] <= spec.rows[0] <= c[0][1]
