@@ -143,7 +143,7 @@ def cell_verdict(points: Sequence[ABPoint]) -> str | None:
     """Why a cell's problems do not make a rule, or None when they do."""
     if len(points) < MIN_PROBLEMS:
         return f"{len(points)} problem(s), fewer than {MIN_PROBLEMS}"
-    lost = [p for p in points if p.ratio < 1 - p.band]
+    lost = _lost(points)
     if lost:
         worst = min(lost, key=lambda p: p.ratio)
         return f"{len(lost)} lost beyond noise (worst {worst.label} {worst.ratio:.3f})"
@@ -282,15 +282,16 @@ def prune(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str], o
     kept rule keeps the held-out score its file earned; a dropped rule's kernels go back to Inductor's split (stop
     71: a third draw found llama_rmsnorm_bwd 203x215 at 0.956 inside a gated rule of rows 147..233 x N 132..233)."""
     kept, lines = [], []
+    region_cells = cells(heur, outer)
     for spec in heur.unsplit:
-        cell = next((c for c in cells(heur, outer) if c[0][0] <= spec.rows[0] <= c[0][1]
-                     and c[1][0] <= spec.cols[0] <= c[1][1]), None)
-        if spec.outer != outer or cell is None:
+        cell = next((c for c in region_cells if c[0][0] <= spec.rows[0] <= c[0][1]
+                     and c[1][0] <= spec.cols[0] <= c[1][1]), None) if spec.outer == outer else None
+        if cell is None:
             kept.append(spec)
             continue
         (rows, cols) = cell
         inside = [p for p in points if rows[0] <= p.rows <= rows[1] and cols[0] <= p.cols <= cols[1]]
-        lost = [p for p in inside if p.ratio < 1 - p.band]
+        lost = _lost(inside)
         if lost:
             worst = min(lost, key=lambda p: p.ratio)
             lines.append(f"{spec.describe()}: dropped: {len(lost)} of {len(inside)} problem(s) of its cell lost "
@@ -301,6 +302,11 @@ def prune(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str], o
     evidence = list(heur.provenance.get("unsplit_evidence", []))
     provenance = dict(heur.provenance, unsplit_evidence=evidence + [s for s in sources if s not in evidence])
     return dataclasses.replace(heur, unsplit=tuple(kept), provenance=provenance), lines
+
+
+def _lost(points: Sequence[ABPoint]) -> list[ABPoint]:
+    """The problems slower than Inductor's split beyond their noise band."""
+    return [p for p in points if p.ratio < 1 - p.band]
 
 
 def _meets(a: tuple[int, int], b: tuple[int, int]) -> bool:
