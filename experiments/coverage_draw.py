@@ -10,7 +10,7 @@ before this runs (docs/rules.md says why).
 
 Usage:
   python3 experiments/coverage_draw.py --kernels K1,K2,... --rows LO HI --cols LO HI --bands B --seed S
-      --avoid DRAW.json[,DRAW.json...] --name NAME --why TEXT --out FILE
+      --avoid DRAW.json[,DRAW.json...] --name NAME --why TEXT [--focus ROLE] --out FILE
 """
 
 import argparse
@@ -51,6 +51,7 @@ def main(argv=None) -> int:
     ap.add_argument("--name", required=True)
     ap.add_argument("--why", required=True, help="the header's first lines: what gap the draw covers")
     ap.add_argument("--trials", type=int, default=24)
+    ap.add_argument("--focus", help="vary this kernel role alone (experiment.py's `focus`), e.g. column_split")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if os.path.exists(args.out):
@@ -63,10 +64,12 @@ def main(argv=None) -> int:
     header = "".join(f"# {line}\n" for line in args.why.splitlines())
     header += (f"# Drawn by: python3 experiments/coverage_draw.py --kernels {args.kernels} --rows {args.rows[0]} "
                f"{args.rows[1]}\n#   --cols {args.cols[0]} {args.cols[1]} --bands {args.bands} --seed {args.seed} "
-               f"--avoid <{len(args.avoid.split(','))} held-out draws>\n")
+               f"--avoid <{len(args.avoid.split(','))} held-out draws>"
+               + (f" --focus {args.focus}" if args.focus else "") + "\n")
+    focus = f", the {args.focus} kernel alone\nfocus: {args.focus}" if args.focus else ""
     body = "".join(f"  - {k} {r}x{c}\n" for k, r, c in picked)
     with open(args.out, "w") as f:
-        f.write(header + f"name: {args.name}\ndescription: {len(picked)} coverage problems, bf16\nproblems:\n"
+        f.write(header + f"name: {args.name}\ndescription: {len(picked)} coverage problems, bf16{focus}\nproblems:\n"
                 + body + f"dtypes: [bf16]\ntrials: {args.trials}\nfinalists: 3\nsampler: tpe\nseed: 0\n")
     print(body, end="")
     return 0
