@@ -6,9 +6,9 @@
 # distill reads the list's databases in order (lines after its two-line header), experiments/unsplit_fit.py adds
 # the unsplit rule (its kernels from the databases the first unsplit fit read,
 # experiments/fits/unsplit-kernels-from.txt; its probes: the 16-warp one, and those of LIST.unsplit where it exists),
-# experiments/mixtune/candidate.py the split-autotune entries, and LIST.typed, where it exists, the unsplit rules
-# keyed on a reduction type. The steps are deterministic: the same list and databases give the same digest, on the
-# CPU or on a GPU machine.
+# experiments/mixtune/candidate.py the split-autotune entries, LIST.typed, where it exists, the unsplit rules keyed on
+# a reduction type, and LIST.outer, where it exists, the column rules. The steps are deterministic: the same list
+# and databases give the same digest, on the CPU or on a GPU machine.
 set -euo pipefail
 fitlist=$1; out=$2; work=$(mktemp -d)
 here=$(dirname "$0")
@@ -33,6 +33,14 @@ if [ -f "${fitlist%.txt}.typed" ]; then
       --variant "$variant" --kernels-from "$(printf '%s\n' "${dbs[@]}" | paste -sd,)" --out "$work/typed.yaml"
     mv "$work/typed.yaml" "$out"
   done < <(grep -v '^#' "${fitlist%.txt}.typed" | grep .)
+fi
+# Column rules (stop 69: unsplit column reductions of few rows), LIST.outer names the training A/B databases of
+# experiments/unsplit/probe-outer.yaml, one a line. fit.sh adds them last, as f8e76f08 (stop 71) was made on top
+# of h200-s67.txt's fit. Lists before stop 72 have none.
+if [ -f "${fitlist%.txt}.outer" ]; then
+  evidence=$(grep -v '^#' "${fitlist%.txt}.outer" | grep . | paste -sd,)
+  python3 experiments/unsplit_fit.py fit "$out" --outer --evidence "$evidence" --out "$work/outer.yaml"
+  mv "$work/outer.yaml" "$out"
 fi
 python3 -c "from inductor_tune.runtime.rulefile import load; h = load('$out'); \
 print('$out', h.digest()[:8], len(h.rules), 'rules', sum(1 for r in h.rules if r.config), 'with a config')"

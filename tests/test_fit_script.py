@@ -1,0 +1,27 @@
+"""experiments/fits/fit.sh makes the shipped H200 file again from its fit list (CPU, about 90 s on two cores).
+
+The shipped f8e76f08 is 5af72bc3's fit list (experiments/fits/h200-s67.txt) plus the column rules of the three
+training A/Bs of experiments/unsplit/probe-outer.yaml, which fit.sh reads from LIST.outer (stop 72). A refit is
+only comparable with it where the same script and databases still give its digest."""
+
+import os
+import shutil
+import subprocess
+
+import distill_fixtures as fx
+
+from inductor_tune.runtime.rulefile import load
+
+FITS = os.path.join(fx.ROOT, "experiments", "fits")
+
+
+def test_the_shipped_h200_file_is_its_fit_list_plus_the_column_rules_of_list_outer(tmp_path):
+    for suffix in (".txt", ".unsplit", ".typed"):
+        shutil.copy(os.path.join(FITS, "h200-s67" + suffix), tmp_path / ("list" + suffix))
+    shutil.copy(os.path.join(FITS, "h200-s72.outer"), tmp_path / "list.outer")
+    out = tmp_path / "fit.yaml"
+    proc = subprocess.run(["bash", os.path.join(FITS, "fit.sh"), str(tmp_path / "list.txt"), str(out)],
+                          capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    shipped = load(os.path.join(fx.ROOT, "heuristics", "h200.yaml"))
+    assert load(str(out)).digest() == shipped.digest()
