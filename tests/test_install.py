@@ -222,6 +222,34 @@ def test_an_application_in_a_backward_graph_is_marked_so_validate_counts_the_tim
     assert not registry.in_graph_timed(in_backward, backward_problem=False)
 
 
+# An RMSNorm backward of 640 rows, below Inductor's mix-order threshold: a row kernel (dx, x=640 r=272), the weight
+# gradient's column split (x = 272 x 5 splits, r = 128 rows each, OUTER) and its combine (x=272 r=5, OUTER_TINY).
+RMS_BWD_FEW_ROWS = [((640, 272), torch.bfloat16), ((272,), torch.float32), ((640, 272), torch.bfloat16),
+                    ((640, 1), torch.float32)]
+
+
+def test_an_outer_rule_reaches_the_column_split_alone(device):
+    """The first config rules of the column split (stop 72's coverage13 studies feed the next fit): the rule's
+    config lands in the partial-sum kernel, and the row kernel and the combine stay Inductor's own."""
+    device.props = H200
+    column_split = SlotConfig(True, 16, 4)
+    (default,) = cpu_codegen.generate_sources(_rms_backward, RMS_BWD_FEW_ROWS)
+    mark = len(registry.applied_rules())
+    with inductor_tune.install(_heur(RuleSpec("outer", 2, (128, 128), (2048, 2048), column_split, reductions="sum"))):
+        (src,) = cpu_codegen.generate_sources(_rms_backward, RMS_BWD_FEW_ROWS)
+    assert FIXED.findall(src) == [repr(column_split.fixed_config())]
+    assert "R0_BLOCK: tl.constexpr = 128" in src  # persistent: the split's 128 rows in one block
+    assert [a == b for a, b in zip(_kernels(default), _kernels(src))] == [False, True, True]
+    (note,) = registry.applied_rules()[mark:]
+    assert note.endswith("x=1360 r=128")
+    # The combine is an outer reduction too (r=5, pow2 8, of fp32 partial sums): a rule of r=128 does not reach it,
+    # and one of its own sizes reaches it alone.
+    with inductor_tune.install(_heur(RuleSpec("outer", 4, (8, 8), (512, 512), column_split, reductions="sum"))):
+        (src,) = cpu_codegen.generate_sources(_rms_backward, RMS_BWD_FEW_ROWS)
+    assert FIXED.findall(src) == [repr(column_split.fixed_config())]
+    assert [a == b for a, b in zip(_kernels(default), _kernels(src))] == [True, False, True]
+
+
 def test_install_reaches_a_thread_that_cached_its_choices_before(device):
     """Inductor caches one choices object per thread; autograd's device thread compiles backward graphs
     with the one it made before install().  When that is a TrialChoices (the tuner's class), the rules
