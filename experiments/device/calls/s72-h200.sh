@@ -13,6 +13,7 @@
 # with rc=0, make the fit on the CPU machine, `bash experiments/device/fill_span_refit.sh --cpu 72 27 33 133 64`
 # (about 90 s each), and pack it (experiments/candidates/h200-s72-prespan.yaml, then h200-s72.yaml) for the next call.
 #   PART=tests: the GPU tests with the refit installed (test files as in s71-h200.sh, parts c and d);
+#   PART=model: the refit's `gpt2-768-t400` step (db/models-h200-s72.sqlite), where its column rules hold;
 #   SAMPLES=1: set 64's best-found studies and both suites validated with the refit (after its score).
 # Pack with `bash experiments/device/pack.sh STASH heuristics/h200.yaml [experiments/candidates/h200-s72*.yaml] --
 # db/quack.sqlite $(sed 1,2d experiments/fits/h200-s72.txt | head -n -2) $(ls db/unsplit-*train*.sqlite
@@ -35,6 +36,12 @@ if [ "${PART:-}" = tests ]; then
       "cp $cand heuristics/h200.yaml && python3 -m pytest -v --tb=short -m gpu -p no:cacheprovider -p no:warnings \
        -rs $files > \$OUT/pytest-$part.log 2>&1; tail -3 \$OUT/pytest-$part.log"
   done
+  exit 0
+fi
+if [ "${PART:-}" = model ]; then
+  BUDGET=$B bash experiments/device/steps.sh \
+    "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h200-s72.sqlite \
+     --models gpt2-768-t400 2>&1 | grep -v 'Warning\|warn\|^$' | tail -8"
   exit 0
 fi
 BUDGET=$((B < 120 ? B : 120)) bash experiments/device/steps.sh \
