@@ -30,9 +30,9 @@ prespan=experiments/candidates/h200-s$stop-prespan.yaml; cand=experiments/candid
 head -n -1 $list > /tmp/h200-s$stop-prespan.txt
 # fit.sh reads a list's unsplit probes, typed rules and column rules from the files beside it; the fit without the
 # span round reads the same ones.
-[ ! -f ${list%.txt}.unsplit ] || cp ${list%.txt}.unsplit /tmp/h200-s$stop-prespan.unsplit
-[ ! -f ${list%.txt}.typed ] || cp ${list%.txt}.typed /tmp/h200-s$stop-prespan.typed
-[ ! -f ${list%.txt}.outer ] || cp ${list%.txt}.outer /tmp/h200-s$stop-prespan.outer
+for side in unsplit typed outer; do
+  [ ! -f ${list%.txt}.$side ] || cp ${list%.txt}.$side /tmp/h200-s$stop-prespan.$side
+done
 # With MULTI_KERNEL=k the refit gets multi-kernel entries of up to k configs per size group from the same list
 # (experiments/multikernel_fit.py, experiments/candidates/h200-sSTOP-mkK.yaml), and that file is the one scored.
 fit_prespan="bash $fits/fit.sh /tmp/h200-s$stop-prespan.txt $prespan"; fit_cand="bash $fits/fit.sh $list $cand"

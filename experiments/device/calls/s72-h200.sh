@@ -26,16 +26,14 @@ if [ -n "${SAMPLES:-}" ]; then
   BUDGET=$B bash experiments/device/bestfound.sh experiments/bestfound-set64 bestfound64 "$cand" "$digest"
   exit 0
 fi
+gpu_tests () {  # $1: the log's name, $2: the test files
+  BUDGET=$((B - ($(date +%s) - T0))) bash experiments/device/steps.sh \
+    "cp $cand heuristics/h200.yaml && python3 -m pytest -v --tb=short -m gpu -p no:cacheprovider -p no:warnings \
+     -rs $2 > \$OUT/pytest-$1.log 2>&1; tail -3 \$OUT/pytest-$1.log"
+}
 if [ "${PART:-}" = tests ]; then
-  for part in c d; do
-    case $part in
-      c) files="tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py tests/test_gpu_unsplit_types.py" ;;
-      d) files="tests/test_gpu_models.py tests/test_gpu.py" ;;
-    esac
-    BUDGET=$((B - ($(date +%s) - T0))) bash experiments/device/steps.sh \
-      "cp $cand heuristics/h200.yaml && python3 -m pytest -v --tb=short -m gpu -p no:cacheprovider -p no:warnings \
-       -rs $files > \$OUT/pytest-$part.log 2>&1; tail -3 \$OUT/pytest-$part.log"
-  done
+  gpu_tests c "tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py tests/test_gpu_unsplit_types.py"
+  gpu_tests d "tests/test_gpu_models.py tests/test_gpu.py"
   exit 0
 fi
 if [ "${PART:-}" = model ]; then
