@@ -26,10 +26,10 @@ KILLED_STEP = (
 )
 
 
-def _run(tmp_path, *steps, budget=100):
+def _run(tmp_path, *steps, budget=100, keep_out=False):
     work, out = tmp_path / "work", tmp_path / "out"
     (work / "db").mkdir(parents=True)
-    out.mkdir()
+    out.mkdir(exist_ok=keep_out)
     (work / "db" / "untouched.sqlite").write_bytes(b"")
     done = subprocess.run(["bash", str(STEPS), *steps], cwd=work, env={"PATH": "/usr/bin:/bin:" + _python_dir(),
                           "OUT": str(out), "BUDGET": str(budget)}, capture_output=True, text=True, timeout=120)
@@ -52,6 +52,21 @@ def test_a_killed_steps_commits_come_back(tmp_path):
     assert _rows(out / "db" / "cut.sqlite") == [(1,)]
     assert not (out / "db" / "untouched.sqlite").exists()  # only what a step changed comes back
     assert "rc=137" in (out / "log").read_text()
+
+
+def test_a_mark_left_by_an_earlier_call_whose_folder_had_the_same_inode_is_not_used(tmp_path):
+    # CI at stop 73: an earlier run's mark for the inode that $OUT reused was older than the untouched database, which
+    # then came back as if a step had changed it.
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = Path(f"/tmp/steps-sh.mark.{out.stat().st_ino}")
+    stale.touch()
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    try:
+        _, out = _run(tmp_path, "touch db/fresh.sqlite", keep_out=True)
+    finally:
+        stale.unlink(missing_ok=True)
+    assert sorted(p.name for p in (out / "db").iterdir()) == ["fresh.sqlite"]
 
 
 def test_a_step_left_without_budget_is_skipped(tmp_path):

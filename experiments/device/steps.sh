@@ -16,8 +16,11 @@ T0=$(date +%s); BUDGET=${BUDGET:-570}; LOG=$OUT/log
 # One call may run steps.sh more than once (a gate, then bestfound.sh): each run brings back what every run of the
 # call changed, so the mark is made by the call's first run and named by its $OUT, a folder each call gets new. (Made
 # where no log was under $OUT yet, it was never made for a call that sent its own output to $OUT/log, and nothing
-# came back; stop 68.)
-mark=/tmp/steps-sh.mark.$(stat -c %i "$OUT"); [ -f "$mark" ] || touch "$mark"; mkdir -p db
+# came back; stop 68.) An inode is reused once its folder is gone, and /tmp outlives calls on a warm machine and test
+# runs on a CI machine, so a mark older than any call (the device stops one at 600 s) is another call's: CI at stop 73
+# found such a mark and brought back a database no step had touched.
+mark=/tmp/steps-sh.mark.$(stat -c %i "$OUT"); [ -n "$(find "$mark" -mmin -15 2>/dev/null)" ] || touch "$mark"
+mkdir -p db
 { echo "##### call at $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } >> "$LOG" 2>&1
