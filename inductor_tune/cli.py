@@ -244,6 +244,10 @@ def cmd_crossmeasure(args) -> int:
         raise CliError("--fill times the shapes already measured; it does not go with --span-probes or --edge-probes")
     if args.fill_share is not None and not args.fill:
         raise CliError("--fill-share goes with --fill")
+    if args.fill_shapes is not None and not args.fill:
+        raise CliError("--fill-shapes goes with --fill")
+    if args.fill_shapes is not None and args.fill_shapes < 1:
+        raise CliError(f"--fill-shapes is a number of shapes, at least 1, not {args.fill_shapes}")
     if args.fill_share is not None and not 0 <= args.fill_share <= 1:
         raise CliError(f"--fill-share is a share of a set's shapes, 0 to 1, not {args.fill_share:g}")
     probe_max_gib = gib_option(args.max_gib)
@@ -254,7 +258,7 @@ def cmd_crossmeasure(args) -> int:
         () if args.probes == "none" else comma_list(args.probes),
         gpu_index(args.gpu), worker_count(args.workers), args.replay, progress=not args.no_progress,
         span_probes=args.span_probes, edge_probes=args.edge_probes, hull_probes=args.hull_probes, fill=args.fill,
-        fill_share=args.fill_share,
+        fill_share=args.fill_share, fill_shapes=args.fill_shapes,
         seed=int_option("--seed", args.seed, 0),
         probe_max_gib=probe_max_gib,
         avoid_draws=comma_list(args.avoid_draw) if args.avoid_draw else (), candidates_from=args.candidates_from,

@@ -19,9 +19,9 @@ LOSER = SlotConfig(True, 1, 2)
 UNCUT = FitParams(split_rows=False)
 
 
-def _point(rows: int, speedups: dict) -> ShapePoint:
-    slot = KernelSlot(f"fw.red.x{rows}.r1500", False, rows, 1500, False, False, "sum", "row_reads=1")
-    return ShapePoint("rmsnorm_fwd", rows, 1500, "bf16", "inner_looped", "sum", slot, speedups, 0.0, ("study",),
+def _point(rows: int, speedups: dict, cols: int = 1500) -> ShapePoint:
+    slot = KernelSlot(f"fw.red.x{rows}.r{cols}", False, rows, cols, False, False, "sum", "row_reads=1")
+    return ShapePoint("rmsnorm_fwd", rows, cols, "bf16", "inner_looped", "sum", slot, speedups, 0.0, ("study",),
                       interleaved=frozenset(speedups))
 
 
@@ -146,3 +146,25 @@ def test_both_sides_of_a_cut_in_n_are_filled():
              at(32768, 1500, {}), at(65536, 2048, {LEAD: 0.8})]
     assert fill.fill_plan(group, 1, FitParams(split_cols=False)) == []
     assert _planned(fill.fill_plan(group, 1)) == {(32768, (LEAD,))}
+
+
+def test_a_shape_budget_takes_the_sets_furthest_from_the_best_found_per_shape_to_time():
+    # The first group's default is 1.95x short of its best found over 1 shape to time (0.668 of log a shape), the
+    # second's 4x over 2 (0.693): the second comes first, and a budget of 1 passes it for the first.
+    first = _group()
+    second = [_point(4096, {LEAD: 4.0}, 3000), _point(8192, {}, 3000), _point(16384, {}, 3000)]
+    assert _planned(fill.fill_plan(first + second, 1, UNCUT, min_share=0)) == {(32768, (LEAD,)), (8192, (LEAD,)),
+                                                                              (16384, (LEAD,))}
+    assert _planned(fill.fill_plan(first + second, 1, UNCUT, min_share=0, max_shapes=2)) == {(8192, (LEAD,)),
+                                                                                            (16384, (LEAD,))}
+    assert _planned(fill.fill_plan(first + second, 1, UNCUT, min_share=0, max_shapes=1)) == {(32768, (LEAD,))}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--fill-shapes", "10"], "--fill-shapes goes with --fill"),
+    (["--fill", "1", "--fill-shapes", "0"], "at least 1, not 0"),
+])
+def test_fill_shapes_alone_or_below_one_is_refused(capsys, argv, message):
+    assert cli.main(["crossmeasure", "db/quack.sqlite", "--plan-only", "H200", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("inductor-tune: error:") and message in err and err.count("\n") == 1

@@ -15,6 +15,9 @@
 # (the fits to experiments/candidates/, the databases to db/) and run it again. An empty family list (the fill
 # changed nothing) leaves no span round and no refit: the shipped file stays.
 #
+# FILL_ARGS replaces the fill's choice of sets, `--fill-share 0.25` (stop 74's cycle: `--fill-share 0 --fill-shapes
+# 400`, candidates timed at any share, within 400 shapes to time; `crossmeasure --help`).
+#
 # The fits need no GPU, and on the CPU machine they take as long as on the device (about 90 s on two cores, stop 67).
 # With FITS_ON_CPU=1 a call runs no fit: it stops at the first fit that is missing. Between calls, once the log shows
 # the fill's (or the span round's) crossmeasure ended with rc=0, make that fit here with `bash
@@ -50,8 +53,9 @@ if [ -n "${MULTI_KERNEL:-}" ]; then
    $cand $scored --k $MULTI_KERNEL; } && cp $scored \$OUT/")
 fi
 BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
-  "[ -f $prespan ] || [ -f $cand ] || python3 -m inductor_tune crossmeasure $FILL --fill 2 --fill-share 0.25 \
-   --max-configs 4 --rounds 3 --no-progress --avoid-draw $AV --storage db/crossmeasure-s$stop-fill$fill.sqlite \
+  "[ -f $prespan ] || [ -f $cand ] || python3 -m inductor_tune crossmeasure $FILL --fill 2 \
+   ${FILL_ARGS:---fill-share 0.25} --max-configs 4 --rounds 3 --no-progress --avoid-draw $AV \
+   --storage db/crossmeasure-s$stop-fill$fill.sqlite \
    && touch /tmp/fill$fill-done" \
   "[ -f $prespan ] || { [ -f /tmp/fill$fill-done ] && $fit_prespan; } \
    && cp $prespan \$OUT/ && python3 $fits/changed_kernels.py heuristics/h200.yaml $prespan --held-back \

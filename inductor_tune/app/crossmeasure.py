@@ -47,6 +47,8 @@ class CrossmeasureRequest:
     fill: int = 0
     # ... among the candidates timed at this share of the set's shapes at least (None: ``fill.MIN_SHARE``).
     fill_share: float | None = None
+    # ... only the sets that fit in this many shapes to time, the furthest from the best found first (None: all).
+    fill_shapes: int | None = None
     seed: int = 0
     # The most GPU memory a span or edge probe may keep resident (the random gate's bound by default).
     probe_max_gib: float = 4.0
@@ -200,7 +202,8 @@ def _plan(request: CrossmeasureRequest, gpu_query: str, inputs: _PlanInputs | No
         # Studied shapes are the fit's own (a spent held-out set's best-found studies among them); only a probe
         # could lie at a held-out problem, and none is placed there.
         share = MIN_SHARE if request.fill_share is None else request.fill_share
-        items = [i for i in fill_plan(points, request.fill, max_configs=request.max_configs, min_share=share)
+        items = [i for i in fill_plan(points, request.fill, max_configs=request.max_configs, min_share=share,
+                                      max_shapes=request.fill_shapes)
                  if i.point.compiled not in avoid or not i.point.probe]
     elif request.probing:
         items = crossmeasure_mod.span_probes(points, request.span_probes, request.seed, avoid, request.max_configs,
