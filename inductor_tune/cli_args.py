@@ -164,8 +164,8 @@ def _crossmeasure_arguments(sub) -> None:
                    help="--fill: the least share of a set's shapes a candidate must be timed at already to be filled "
                    "in, 0 to 1 (default 0.2: a fifth)")
     c.add_argument("--fill-shapes", type=int, default=None, metavar="N",
-                   help="--fill: only the sets whose shapes to time fit in N, those where Inductor's default is "
-                   "furthest from the best found per shape to time first (default: every set)")
+                   help="--fill: only the sets whose shapes to time fit in N, those where the fit's rules leave "
+                   "the most to the best found per shape to time first (default: every set)")
     c.add_argument("--seed", default="0", help="--span-probes, --edge-probes: seed of the draw (default 0)")
     c.add_argument("--max-gib", type=float, default=4.0, metavar="GIB",
                    help="--span-probes, --edge-probes: the most GPU memory a probe may keep resident (default 4, "

@@ -28,7 +28,7 @@ import math
 from typing import Iterator, Sequence
 
 from .crossmeasure import PlanItem
-from .distill import candidates, families, fit_group, row_bands, rows_of, splittable
+from .distill import candidates, families, fit_group, fit_rules, row_bands, rows_of, score, splittable
 from .points import ShapePoint
 from .fitparams import FitParams
 from .rowbands import col_cuts, cuts
@@ -97,11 +97,11 @@ def fill_plan(points: Sequence[ShapePoint], per_set: int, params: FitParams = Fi
               max_configs: int = 10, min_share: float = MIN_SHARE, max_shapes: int | None = None) -> list[PlanItem]:
     """Per shape lacking them, the leading candidates of each uncovered set it belongs to (``fill_sets``),
     at most ``max_configs``; ``min_share``: the least share of a set's shapes a candidate is timed at already;
-    ``max_shapes``: the sets that fit in that many shapes to time, the most promising first (``within``)."""
+    ``max_shapes``: the sets that fit in that many shapes to time, where the fit leaves the most first (``within``)."""
     chosen = [(shapes, leading) for shapes in fill_sets(points, params)
               if (leading := leading_uncovered(shapes, per_set, params, min_share))]
     if max_shapes is not None:
-        chosen = within(chosen, max_shapes)
+        chosen = within(chosen, max_shapes, shortfall(points, params))
     at: dict[tuple, ShapePoint] = {}
     wanted: dict[tuple, list[SlotConfig]] = {}
     for shapes, leading in chosen:
@@ -124,21 +124,33 @@ def fill_plan(points: Sequence[ShapePoint], per_set: int, params: FitParams = Fi
     return items
 
 
-def within(chosen: Sequence[tuple[tuple[ShapePoint, ...], list]], max_shapes: int) -> list:
-    """The (set, leading candidates) of ``chosen`` whose shapes to time fit in ``max_shapes``, taken by what Inductor's
-    default leaves to the best found per shape to time, largest first; a set too large for what is left is passed.
+def shortfall(points: Sequence[ShapePoint], params: FitParams = FitParams()) -> dict[tuple, float]:
+    """Per shape, the log of its best found over what the fit's rule launches there today (before span settling):
+    Inductor's default where the rule keeps it, where no rule covers the shape, or where its config was not timed.
+
+    Inductor's default alone overstates it: fill sets are also the two sides of cuts the fit does not make, and on
+    the H200's data of stop 73 the set ranked second (softmax forwards, r 4096, 312 shapes, the default 2.03x short
+    of the best found) lay inside a config rule of 289 shapes."""
+    return {_key(p): math.log(p.best / (row["speedup"] or 1.0))
+            for p, row in zip(points, score(fit_rules(points, params), points, params))}
+
+
+def within(chosen: Sequence[tuple[tuple[ShapePoint, ...], list]], max_shapes: int, left: dict[tuple, float]) -> list:
+    """The (set, leading candidates) of ``chosen`` whose shapes to time fit in ``max_shapes``, taken by what the fit
+    leaves to the best found at their shapes (``left``, ``shortfall``) per shape to time, largest first; a set too
+    large for what is left is passed.
 
     A fill that takes candidates timed at any share plans a shape per shape of every uncovered set: on the H200's
-    data of stop 73, 12415 shapes, some forty calls. What a rule of a set could win back is the default's shortfall
-    at its shapes (their log best found), which every study and crossmeasure record already measured; a leading
-    candidate's own gain, where it was timed at one shape, is that one timing's luck as much as the config's."""
+    data of stop 73, 12415 shapes, some forty calls. What a fill could win back is the shortfall at a set's shapes,
+    which every study and crossmeasure record already measured; a leading candidate's own gain, where it was timed
+    at one shape, is that one timing's luck as much as the config's."""
     def lacking(shapes, leading):
         timed_by = [{_key(m) for m in c.measured} for c in leading]
         return {_key(p) for p in shapes if any(_key(p) not in keys for keys in timed_by)}
 
     def worth(entry) -> float:
         shapes, leading = entry
-        return sum(math.log(p.best) for p in shapes) / max(1, len(lacking(shapes, leading)))
+        return sum(max(0.0, left[_key(p)]) for p in shapes) / max(1, len(lacking(shapes, leading)))
 
     taken, timed, seen = [], set(), set()
     for shapes, leading in sorted(chosen, key=worth, reverse=True):

@@ -2,6 +2,8 @@
 adoptable candidates are timed at the shapes that lack them, and a span probe timed again that way stays
 a span probe of its round."""
 
+import math
+
 import distill_fixtures as fx
 import pytest
 from fake_pools import TimedByConfig
@@ -168,3 +170,14 @@ def test_fill_shapes_alone_or_below_one_is_refused(capsys, argv, message):
     assert cli.main(["crossmeasure", "db/quack.sqlite", "--plan-only", "H200", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("inductor-tune: error:") and message in err and err.count("\n") == 1
+
+
+def test_a_set_a_rule_already_serves_is_ranked_by_what_the_rule_leaves_not_by_the_default():
+    # The first set's default is 1.95x short over 1 shape to time and the second's 4x over 2; but where a rule
+    # already launches the second set's best found, nothing is left there to win and the first comes first.
+    first, second = _group(), [_point(4096, {LEAD: 4.0}, 3000), _point(8192, {}, 3000), _point(16384, {}, 3000)]
+    chosen = [(tuple(s), fill.leading_uncovered(s, 1, UNCUT, 0)) for s in (first, second)]
+    by_default = {fill._key(p): math.log(p.best) for p in first + second}
+    served = {**by_default, **{fill._key(p): 0.0 for p in second}}
+    assert [s[0][0].cols for s in fill.within(chosen, 2, by_default)] == [3000]
+    assert [s[0][0].cols for s in fill.within(chosen, 2, served)] == [1500]

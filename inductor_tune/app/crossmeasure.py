@@ -47,7 +47,7 @@ class CrossmeasureRequest:
     fill: int = 0
     # ... among the candidates timed at this share of the set's shapes at least (None: ``fill.MIN_SHARE``).
     fill_share: float | None = None
-    # ... only the sets that fit in this many shapes to time, the furthest from the best found first (None: all).
+    # ... only the sets that fit in this many shapes to time, the most left to the best found first (None: all).
     fill_shapes: int | None = None
     seed: int = 0
     # The most GPU memory a span or edge probe may keep resident (the random gate's bound by default).

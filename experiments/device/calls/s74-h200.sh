@@ -3,9 +3,9 @@
 # (docs/rules.md, "The next GPU runs", 0): cd6c1b3d ships where its GPU tests pass, and set 64's best-found studies
 # join the evidence. One refit cycle over experiments/fits/h200-s74.txt: h200-s72.txt's list and set 64's best-found
 # studies, then fill 28 with a shape budget (`--fill-share 0 --fill-shapes 400`: candidates timed at any share, the
-# sets where Inductor's default is furthest from the best found per shape to time first; about 400 shapes and 865
-# (shape, config) pairs on stop 73's data, `--plan-only` on the CPU), the fit without the span round, span round 34
-# (seed 134) over the families it changes, the refit experiments/candidates/h200-s74.yaml and its one score on
+# sets where the fit's rules leave the most to the best found per shape to time first; on stop 73's data 400 shapes
+# and 724 (shape, config) pairs, planned in 110 s, `--plan-only` on the CPU), the fit without the span round, span
+# round 34 (seed 134) over the families it changes, the refit experiments/candidates/h200-s74.yaml and its one score on
 # held-out set 65 (seed 2097, drawn at stop 73 before any of this evidence). Several calls; resumable: where the limit
 # stops a step, copy what came back (the fits to experiments/candidates/, the databases to db/) and pack it before the
 # next call: a call's copy of the tree has no db/ of its own (stop 73). BUDGET: the last lease's budget_left_s less
