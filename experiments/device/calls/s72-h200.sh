@@ -21,26 +21,8 @@
 set -u
 T0=$(date +%s); B=${BUDGET:-560}
 cand=experiments/candidates/h200-s72.yaml
-if [ -n "${SAMPLES:-}" ]; then
-  digest=$(python3 -c "from inductor_tune.runtime.rulefile import load; print(load('$cand').digest()[:8])")
-  BUDGET=$B bash experiments/device/bestfound.sh experiments/bestfound-set64 bestfound64 "$cand" "$digest"
-  exit 0
-fi
-gpu_tests () {  # $1: the log's name, $2: the test files
-  BUDGET=$((B - ($(date +%s) - T0))) bash experiments/device/steps.sh \
-    "cp $cand heuristics/h200.yaml && python3 -m pytest -v --tb=short -m gpu -p no:cacheprovider -p no:warnings \
-     -rs $2 > \$OUT/pytest-$1.log 2>&1; tail -3 \$OUT/pytest-$1.log"
-}
-if [ "${PART:-}" = tests ]; then
-  gpu_tests c "tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py tests/test_gpu_unsplit_types.py"
-  gpu_tests d "tests/test_gpu_models.py tests/test_gpu.py"
-  exit 0
-fi
-if [ "${PART:-}" = model ]; then
-  BUDGET=$B bash experiments/device/steps.sh \
-    "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h200-s72.sqlite \
-     --models gpt2-768-t400 2>&1 | grep -v 'Warning\|warn\|^$' | tail -8"
-  exit 0
+if [ -n "${SAMPLES:-}" ] || [ -n "${PART:-}" ]; then
+  exec bash experiments/device/candidate_parts.sh $cand 64 72
 fi
 BUDGET=$((B < 120 ? B : 120)) bash experiments/device/steps.sh \
   "python3 -m inductor_tune tune experiments/coverage13-bwd-column-split3.yaml \

@@ -19,27 +19,9 @@
 # db/quack.sqlite $(sed 1,2d experiments/fits/h200-s74.txt | head -n -2) $(ls db/unsplit-*train*.sqlite
 # db/mixtune*-probe-up-m5.sqlite) [db/crossmeasure-s74-*.sqlite db/heldout65.sqlite db/bestfound65*.sqlite]`.
 set -u
-T0=$(date +%s); B=${BUDGET:-560}
+B=${BUDGET:-560}
 cand=experiments/candidates/h200-s74.yaml
-if [ -n "${SAMPLES:-}" ]; then
-  digest=$(python3 -c "from inductor_tune.runtime.rulefile import load; print(load('$cand').digest()[:8])")
-  BUDGET=$B bash experiments/device/bestfound.sh experiments/bestfound-set65 bestfound65 "$cand" "$digest"
-  exit 0
-fi
-gpu_tests () {  # $1: the log's name, $2: the test files
-  BUDGET=$((B - ($(date +%s) - T0))) bash experiments/device/steps.sh \
-    "cp $cand heuristics/h200.yaml && python3 -m pytest -v --tb=short -m gpu -p no:cacheprovider -p no:warnings \
-     -rs $2 > \$OUT/pytest-$1.log 2>&1; tail -3 \$OUT/pytest-$1.log"
-}
-if [ "${PART:-}" = tests ]; then
-  gpu_tests c "tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py tests/test_gpu_unsplit_types.py"
-  gpu_tests d "tests/test_gpu_models.py tests/test_gpu.py"
-  exit 0
-fi
-if [ "${PART:-}" = model ]; then
-  BUDGET=$B bash experiments/device/steps.sh \
-    "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h200-s74.sqlite \
-     --models gpt2-768-t400 2>&1 | grep -v 'Warning\|warn\|^$' | tail -8"
-  exit 0
+if [ -n "${SAMPLES:-}" ] || [ -n "${PART:-}" ]; then
+  exec bash experiments/device/candidate_parts.sh $cand 65 74
 fi
 BUDGET=$B FILL_ARGS="--fill-share 0 --fill-shapes 400" bash experiments/device/fill_span_refit.sh 74 28 34 134 65

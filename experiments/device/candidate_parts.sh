@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The parts of an H200 call script that check a candidate file before it ships (docs/rules.md, "The next GPU runs"):
+#
+#   bash experiments/device/candidate_parts.sh CANDIDATE.yaml SET STOP
+#
+#   PART=tests: the 23 GPU tests with CANDIDATE installed as heuristics/h200.yaml, in two steps (c, d; about 190 and
+#               270 s), each test file's log under $OUT;
+#   PART=model: its `gpt2-768-t400` step, 5 rounds, the default compiled twice (db/models-h200-sSTOP.sqlite);
+#   SAMPLES=1:  held-out set SET's best-found studies and both suites validated with it (bestfound.sh).
+# BUDGET as steps.sh reads it (default 560).
+set -u
+cand=$1; set=$2; stop=$3
+T0=$(date +%s); B=${BUDGET:-560}
+if [ -n "${SAMPLES:-}" ]; then
+  digest=$(python3 -c "from inductor_tune.runtime.rulefile import load; print(load('$cand').digest()[:8])")
+  BUDGET=$B exec bash experiments/device/bestfound.sh experiments/bestfound-set$set bestfound$set "$cand" "$digest"
+fi
+gpu_tests () {  # $1: the log's name, $2: the test files
+  BUDGET=$((B - ($(date +%s) - T0))) bash experiments/device/steps.sh \
+    "cp $cand heuristics/h200.yaml && python3 -m pytest -v --tb=short -m gpu -p no:cacheprovider -p no:warnings \
+     -rs $2 > \$OUT/pytest-$1.log 2>&1; tail -3 \$OUT/pytest-$1.log"
+}
+case "${PART:-}" in
+  tests)
+    gpu_tests c "tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py tests/test_gpu_unsplit_types.py"
+    gpu_tests d "tests/test_gpu_models.py tests/test_gpu.py" ;;
+  model)
+    BUDGET=$B bash experiments/device/steps.sh \
+      "python3 -m inductor_tune validate $cand --no-progress --rounds 5 \
+       --storage sqlite:///db/models-h200-s$stop.sqlite --models gpt2-768-t400 2>&1 \
+       | grep -v 'Warning\|warn\|^$' | tail -8" ;;
+  *) echo "candidate_parts.sh: PART=tests, PART=model or SAMPLES=1" >&2; exit 2 ;;
+esac
