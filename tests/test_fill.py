@@ -129,8 +129,10 @@ def test_a_lower_share_fills_a_candidate_timed_at_fewer_shapes():
     (["--fill-share", "0.1"], "--fill-share goes with --fill"),
     (["--fill", "1", "--fill-share", "1.5"], "0 to 1, not 1.5"),
     (["--fill", "1", "--fill-share", "-0.1"], "0 to 1, not -0.1"),
+    (["--fill-shapes", "10"], "--fill-shapes goes with --fill"),
+    (["--fill", "1", "--fill-shapes", "0"], "at least 1, not 0"),
 ])
-def test_fill_share_out_of_range_or_alone_is_refused(capsys, argv, message):
+def test_fill_share_or_shapes_out_of_range_or_alone_is_refused(capsys, argv, message):
     assert cli.main(["crossmeasure", "db/quack.sqlite", "--plan-only", "H200", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("inductor-tune: error:") and message in err and err.count("\n") == 1
@@ -151,8 +153,8 @@ def test_both_sides_of_a_cut_in_n_are_filled():
 
 
 def test_a_shape_budget_takes_the_sets_furthest_from_the_best_found_per_shape_to_time():
-    # The first group's default is 1.95x short of its best found over 1 shape to time (0.668 of log a shape), the
-    # second's 4x over 2 (0.693): the second comes first, and a budget of 1 passes it for the first.
+    # The first group's default is 1.95x short of its best found over 1 shape to time (0.668 in log per shape), the
+    # second's 4x over 2 (0.693 per shape): the second comes first, and a budget of 1 passes it for the first.
     first = _group()
     second = [_point(4096, {LEAD: 4.0}, 3000), _point(8192, {}, 3000), _point(16384, {}, 3000)]
     assert _planned(fill.fill_plan(first + second, 1, UNCUT, min_share=0)) == {(32768, (LEAD,)), (8192, (LEAD,)),
@@ -160,16 +162,6 @@ def test_a_shape_budget_takes_the_sets_furthest_from_the_best_found_per_shape_to
     assert _planned(fill.fill_plan(first + second, 1, UNCUT, min_share=0, max_shapes=2)) == {(8192, (LEAD,)),
                                                                                             (16384, (LEAD,))}
     assert _planned(fill.fill_plan(first + second, 1, UNCUT, min_share=0, max_shapes=1)) == {(32768, (LEAD,))}
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["--fill-shapes", "10"], "--fill-shapes goes with --fill"),
-    (["--fill", "1", "--fill-shapes", "0"], "at least 1, not 0"),
-])
-def test_fill_shapes_alone_or_below_one_is_refused(capsys, argv, message):
-    assert cli.main(["crossmeasure", "db/quack.sqlite", "--plan-only", "H200", *argv]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("inductor-tune: error:") and message in err and err.count("\n") == 1
 
 
 def test_a_set_a_rule_already_serves_is_ranked_by_what_the_rule_leaves_not_by_the_default():
