@@ -31,10 +31,16 @@ def _run(tmp_path, *steps, budget=100, keep_out=False):
     (work / "db").mkdir(parents=True)
     out.mkdir(exist_ok=keep_out)
     (work / "db" / "untouched.sqlite").write_bytes(b"")
-    done = subprocess.run(["bash", str(STEPS), *steps], cwd=work, env={"PATH": "/usr/bin:/bin:" + _python_dir(),
-                          "OUT": str(out), "BUDGET": str(budget)}, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(["bash", str(STEPS), *steps], cwd=work, env=_env(tmp_path, out, budget),
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return work, out
+
+
+def _env(tmp_path, out, budget=100) -> dict:
+    # The marks in tmp_path: in /tmp a mark outlives the run, and another run's folder may reuse its inode.
+    return {"PATH": "/usr/bin:/bin:" + _python_dir(), "OUT": str(out), "BUDGET": str(budget),
+            "STEPS_MARK_DIR": str(tmp_path)}
 
 
 def _python_dir():
@@ -59,13 +65,10 @@ def test_a_mark_left_by_an_earlier_call_whose_folder_had_the_same_inode_is_not_u
     # then came back as if a step had changed it.
     out = tmp_path / "out"
     out.mkdir()
-    stale = Path(f"/tmp/steps-sh.mark.{out.stat().st_ino}")
+    stale = tmp_path / f"steps-sh.mark.{out.stat().st_ino}"
     stale.touch()
     os.utime(stale, (time.time() - 3600, time.time() - 3600))
-    try:
-        _, out = _run(tmp_path, "touch db/fresh.sqlite", keep_out=True)
-    finally:
-        stale.unlink(missing_ok=True)
+    _, out = _run(tmp_path, "touch db/fresh.sqlite", keep_out=True)
     assert sorted(p.name for p in (out / "db").iterdir()) == ["fresh.sqlite"]
 
 
@@ -88,7 +91,7 @@ def test_a_finished_steps_databases_come_back_when_the_call_itself_is_killed(tmp
     first = ("python3 -c \"import sqlite3; c = sqlite3.connect('db/first.sqlite'); c.execute('CREATE TABLE t (x)'); "
              "c.execute('INSERT INTO t VALUES (1)'); c.commit()\"")
     call = subprocess.Popen(["bash", str(STEPS), first, "sleep 60"], cwd=work, start_new_session=True,
-                            env={"PATH": "/usr/bin:/bin:" + _python_dir(), "OUT": str(out), "BUDGET": "100"})
+                            env=_env(tmp_path, out))
     try:
         deadline = time.monotonic() + 60
         while "== sleep 60" not in ((out / "log").read_text() if (out / "log").exists() else ""):
@@ -105,7 +108,7 @@ def test_a_second_run_in_the_same_call_keeps_what_the_first_brought_back(tmp_pat
     work, out = tmp_path / "work", tmp_path / "out"
     (work / "db").mkdir(parents=True)
     out.mkdir()
-    env = {"PATH": "/usr/bin:/bin:" + _python_dir(), "OUT": str(out), "BUDGET": "100"}
+    env = _env(tmp_path, out)
     for name in ("gate", "studies"):
         subprocess.run(["bash", str(STEPS), f"touch db/{name}.sqlite"], cwd=work, env=env, check=True, timeout=120)
     assert sorted(p.name for p in (out / "db").iterdir()) == ["gate.sqlite", "studies.sqlite"]
@@ -119,6 +122,6 @@ def test_a_call_that_sends_its_output_to_the_log_still_gets_its_databases(tmp_pa
     out.mkdir()
     (out / "log").write_text("the caller's own output\n")
     Path("/tmp/steps-sh.mark").unlink(missing_ok=True)  # the mark of stop 67's steps.sh, on a fresh machine absent
-    env = {"PATH": "/usr/bin:/bin:" + _python_dir(), "OUT": str(out), "BUDGET": "100"}
+    env = _env(tmp_path, out)
     subprocess.run(["bash", str(STEPS), "touch db/fill.sqlite"], cwd=work, env=env, check=True, timeout=120)
     assert [p.name for p in (out / "db").iterdir()] == ["fill.sqlite"]

@@ -18,8 +18,10 @@ T0=$(date +%s); BUDGET=${BUDGET:-570}; LOG=$OUT/log
 # where no log was under $OUT yet, it was never made for a call that sent its own output to $OUT/log, and nothing
 # came back; stop 68.) An inode is reused once its folder is gone, and /tmp outlives calls on a warm machine and test
 # runs on a CI machine, so a mark older than any call (the device stops one at 600 s) is another call's: CI at stop 73
-# found such a mark and brought back a database no step had touched.
-mark=/tmp/steps-sh.mark.$(stat -c %i "$OUT"); [ -n "$(find "$mark" -mmin -15 2>/dev/null)" ] || touch "$mark"
+# found such a mark and brought back a database no step had touched. (Tests put their marks in a folder of their own,
+# STEPS_MARK_DIR.)
+mark=${STEPS_MARK_DIR:-/tmp}/steps-sh.mark.$(stat -c %i "$OUT")
+[ -n "$(find "$mark" -mmin -15 2>/dev/null)" ] || touch "$mark"
 mkdir -p db
 { echo "##### call at $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
