@@ -144,18 +144,16 @@ def within(chosen: Sequence[tuple[tuple[ShapePoint, ...], list]], max_shapes: in
     data of stop 73, 12415 shapes, some forty calls. What a fill could win back is the shortfall at a set's shapes,
     which every study and crossmeasure record already measured; a leading candidate's own gain, where it was timed
     at one shape, is that one timing's luck as much as the config's."""
-    def lacking(shapes, leading):
+    ranked = []
+    for shapes, leading in chosen:
         timed_by = [{_key(m) for m in c.measured} for c in leading]
-        return {_key(p) for p in shapes if any(_key(p) not in keys for keys in timed_by)}
-
-    def worth(entry) -> float:
-        shapes, leading = entry
-        return sum(max(0.0, left[_key(p)]) for p in shapes) / max(1, len(lacking(shapes, leading)))
-
+        lacking = {_key(p) for p in shapes if any(_key(p) not in keys for keys in timed_by)}
+        worth = sum(max(0.0, left[_key(p)]) for p in shapes) / max(1, len(lacking))
+        ranked.append((worth, lacking, shapes, leading))
     taken, timed, seen = [], set(), set()
-    for shapes, leading in sorted(chosen, key=worth, reverse=True):
+    for _, lacking, shapes, leading in sorted(ranked, key=lambda entry: entry[0], reverse=True):
         key = tuple(_key(p) for p in shapes)
-        new = lacking(shapes, leading) - timed
+        new = lacking - timed
         if key in seen or len(timed) + len(new) > max_shapes:
             continue
         seen.add(key)
