@@ -1,8 +1,8 @@
 """experiments/fits/fit.sh makes the shipped H200 file again from its fit list (CPU, about 90 s on two cores).
 
-The shipped f8e76f08 is 5af72bc3's fit list (experiments/fits/h200-s67.txt) plus the column rules of the three
-training A/Bs of experiments/unsplit/probe-outer.yaml, which fit.sh reads from LIST.outer (stop 72). A refit is
-only comparable with it where the same script and databases still give its digest."""
+The shipped cd6c1b3d is the fit list experiments/fits/h200-s72.txt (fill 27 and span round 33) plus the column
+rules of the three training A/Bs of experiments/unsplit/probe-outer.yaml, which fit.sh reads from LIST.outer
+(stop 75). A refit is only comparable with it where the same script and databases still give its digest."""
 
 import os
 import shutil
@@ -17,7 +17,7 @@ FITS = os.path.join(fx.ROOT, "experiments", "fits")
 
 def test_the_shipped_h200_file_is_its_fit_list_plus_the_column_rules_of_list_outer(tmp_path):
     for suffix in (".txt", ".unsplit", ".typed"):
-        shutil.copy(os.path.join(FITS, "h200-s67" + suffix), tmp_path / ("list" + suffix))
+        shutil.copy(os.path.join(FITS, "h200-s72" + suffix), tmp_path / ("list" + suffix))
     shutil.copy(os.path.join(FITS, "h200-s72.outer"), tmp_path / "list.outer")
     out = tmp_path / "fit.yaml"
     proc = subprocess.run(["bash", os.path.join(FITS, "fit.sh"), str(tmp_path / "list.txt"), str(out)],
