@@ -3,8 +3,9 @@
 #
 #   bash experiments/device/candidate_parts.sh CANDIDATE.yaml SET STOP
 #
-#   PART=tests: the 23 GPU tests with CANDIDATE installed as heuristics/h200.yaml, in two steps (c, d; about 190 and
-#               270 s), each test file's log under $OUT;
+#   PART=tests: the 23 GPU tests with CANDIDATE installed as heuristics/h200.yaml, in two steps (c, d; about 230 and
+#               330 s at stop 75, when d overran what one call had left), each test file's log under $OUT;
+#               PART=tests-c and PART=tests-d run one step each, a call apiece;
 #   PART=model: its `gpt2-768-t400` step, 5 rounds, the default compiled twice (db/models-h200-sSTOP.sqlite);
 #   SAMPLES=1:  held-out set SET's best-found studies and both suites validated with it (bestfound.sh).
 # BUDGET as steps.sh reads it (default 560).
@@ -20,14 +21,16 @@ gpu_tests () {  # $1: the log's name, $2: the test files
     "cp $cand heuristics/h200.yaml && python3 -m pytest -v --tb=short -m gpu -p no:cacheprovider -p no:warnings \
      -rs $2 > \$OUT/pytest-$1.log 2>&1; tail -3 \$OUT/pytest-$1.log"
 }
+tests_c="tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py tests/test_gpu_unsplit_types.py"
+tests_d="tests/test_gpu_models.py tests/test_gpu.py"
 case "${PART:-}" in
-  tests)
-    gpu_tests c "tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py tests/test_gpu_unsplit_types.py"
-    gpu_tests d "tests/test_gpu_models.py tests/test_gpu.py" ;;
+  tests) gpu_tests c "$tests_c"; gpu_tests d "$tests_d" ;;
+  tests-c) gpu_tests c "$tests_c" ;;
+  tests-d) gpu_tests d "$tests_d" ;;
   model)
     BUDGET=$B bash experiments/device/steps.sh \
       "python3 -m inductor_tune validate $cand --no-progress --rounds 5 \
        --storage sqlite:///db/models-h200-s$stop.sqlite --models gpt2-768-t400 2>&1 \
        | grep -v 'Warning\|warn\|^$' | tail -8" ;;
-  *) echo "candidate_parts.sh: PART=tests, PART=model or SAMPLES=1" >&2; exit 2 ;;
+  *) echo "candidate_parts.sh: PART=tests, tests-c, tests-d, model or SAMPLES=1" >&2; exit 2 ;;
 esac

@@ -12,7 +12,9 @@
 # 40 s. With FITS_ON_CPU=1 a call makes no fit: after the call whose log shows the fill (then the span round) ended
 # with rc=0, make the fit on the CPU machine, `bash experiments/device/fill_span_refit.sh --cpu 74 28 34 134 65`
 # (about 90 s each), and pack it (experiments/candidates/h200-s74-prespan.yaml, then h200-s74.yaml).
-#   PART=tests: the GPU tests with the refit installed (as s72-h200.sh's);
+# Stop 75 ran fill 28 and span round 34 and made both fits on the CPU (h200-s74-prespan.yaml 6f05cb0b, the refit
+# h200-s74.yaml 0061e5b7): with the refit packed, a call goes straight to set 65's score (about 330 s).
+#   PART=tests: the GPU tests with the refit installed (as s72-h200.sh's; PART=tests-c and tests-d split them);
 #   PART=model: the refit's `gpt2-768-t400` step (db/models-h200-s74.sqlite);
 #   SAMPLES=1: set 65's best-found studies and both suites validated with the refit (after its score).
 # Pack with `bash experiments/device/pack.sh STASH heuristics/h200.yaml [experiments/candidates/h200-s74*.yaml] --
