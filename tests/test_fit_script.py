@@ -16,9 +16,8 @@ FITS = os.path.join(fx.ROOT, "experiments", "fits")
 
 
 def test_the_shipped_h200_file_is_its_fit_list_plus_the_column_rules_of_list_outer(tmp_path):
-    for suffix in (".txt", ".unsplit", ".typed"):
+    for suffix in (".txt", ".unsplit", ".typed", ".outer"):
         shutil.copy(os.path.join(FITS, "h200-s72" + suffix), tmp_path / ("list" + suffix))
-    shutil.copy(os.path.join(FITS, "h200-s72.outer"), tmp_path / "list.outer")
     out = tmp_path / "fit.yaml"
     proc = subprocess.run(["bash", os.path.join(FITS, "fit.sh"), str(tmp_path / "list.txt"), str(out)],
                           capture_output=True, text=True, cwd=fx.ROOT)
