@@ -1,4 +1,5 @@
-"""Write an unsplit probe, keep a training draw's problems in its span, fit unsplit rules from probes' A/B, or prune.
+"""Write an unsplit probe, keep a training draw's problems in its span, fit unsplit rules from probes' A/B, prune or
+withdraw them.
 
   python3 experiments/unsplit_fit.py probe heuristics/h200.yaml --out experiments/unsplit/probe.yaml
   python3 experiments/unsplit_fit.py probe heuristics/h200.yaml --config persistent=true,XBLOCK=1,num_warps=16 \\
@@ -27,6 +28,11 @@ With ``--outer`` (probe and fit), the rules keep a column reduction whole (a nor
 33..4095, N below 64 x SMs; rows and N octaves are the cells) with Inductor's config; a fit of them keeps the
 file's inner rules, and one of inner rules keeps its column rules. The training draw is a stratified draw of the
 backward kernels (``stratify`` of an outer probe on a gate draw of those kernels).
+``withdraw`` drops a file's column rules (``--outer``) or its inner unsplit rules, every other rule kept, and
+records ``--why`` in the provenance (stop 76: cd6c1b3d's column rules, the shipped c3c6844b):
+
+  python3 experiments/unsplit_fit.py withdraw FILE.yaml --outer --why TEXT --out NEW.yaml
+
 The fit reads nothing but the probes and their records (``inductor_tune.unsplit`` says how cells become rules).
 
   python3 experiments/unsplit_fit.py prune CANDIDATE.yaml --outer --evidence db/unsplit-outer-train3.sqlite \\
@@ -130,7 +136,7 @@ def of_type(points: list, reduction_type: str | None) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=("probe", "subset", "stratify", "fit", "prune"))
+    ap.add_argument("action", choices=("probe", "subset", "stratify", "fit", "prune", "withdraw"))
     ap.add_argument("heuristics", help="probe/fit: the file whose launch rules they keep; subset: the probe")
     ap.add_argument("--config", help="probe: the launch config forced onto the one kernel, FIELD=VALUE,...")
     ap.add_argument("--draw", help="subset, stratify: a training draw")
@@ -144,8 +150,14 @@ def main(argv=None) -> int:
                     help="probe/fit: only split reductions of this type (e.g. online_softmax_reduce)")
     ap.add_argument("--outer", action="store_true",
                     help="probe/fit: column reductions (a norm backward's weight gradient) instead of inner ones")
+    ap.add_argument("--max-loss", type=float,
+                    help="fit: the most loss a problem's noise band may excuse (default: the whole band; 0: a cell "
+                         "earns only where no problem reads slower than Inductor's split)")
+    ap.add_argument("--why", help="withdraw: why the rules go (recorded in the file's provenance)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
+    if args.max_loss is not None and not 0 <= args.max_loss < 1:
+        sys.exit("unsplit_fit: error: --max-loss must lie in [0, 1)")
     if os.path.exists(args.out):
         sys.exit(f"unsplit_fit: error: {args.out} exists; write a new file")
     try:
@@ -158,6 +170,14 @@ def main(argv=None) -> int:
                 sys.exit("unsplit_fit: error: stratify needs --draw")
             return write_stratified(args.heuristics, args.draw, args.per_cell, args.out)
         heur = heuristics.load(args.heuristics)
+        if args.action == "withdraw":
+            if not args.why:
+                sys.exit("unsplit_fit: error: withdraw needs --why")
+            kept = unsplit.withdraw(heur, args.outer, args.why)
+            heuristics.dump(kept, args.out)
+            print(f"wrote {args.out}: {len(heur.unsplit) - len(kept.unsplit)} unsplit rule(s) withdrawn, "
+                  f"{len(kept.unsplit)} kept, digest {kept.digest()}")
+            return 0
         if args.action == "probe":
             heuristics.dump(unsplit.probe(heur, parse_config(args.config) if args.config else None,
                                           reduction_type=args.reduction_type, outer=args.outer), args.out)
@@ -191,7 +211,7 @@ def main(argv=None) -> int:
                   f"{', '.join(sorted(failed)) or 'none'}; it may apply to {', '.join(sorted(kernels))}")
     except (heuristics.HeuristicsError, StoreError, ValueError) as exc:
         sys.exit(f"unsplit_fit: error: {exc}")
-    fitted, lines = unsplit.fit(heur, base, variants, sources, args.reduction_type, args.outer)
+    fitted, lines = unsplit.fit(heur, base, variants, sources, args.reduction_type, args.outer, args.max_loss)
     print("\n".join(lines))
     heuristics.dump(fitted, args.out)
     print(f"wrote {args.out}: {len(fitted.unsplit)} unsplit rule(s), digest {fitted.digest()}")

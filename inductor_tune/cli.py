@@ -287,11 +287,13 @@ def cmd_distill(args) -> int:
 
     if not 0 <= args.min_coverage <= 1 or args.min_shapes < 1:
         raise CliError("--min-coverage must lie in [0, 1] and --min-shapes be at least 1")
+    if not 0 <= args.max_excused_loss < 1:
+        raise CliError("--max-excused-loss must lie in [0, 1)")
     hold_out = experiment_mod.parse_shapes(args.hold_out) if args.hold_out else ()
     workers = worker_count(args.workers) or os.cpu_count() or 1
     return print_distill(distill(DistillRequest(tuple(args.db), args.gpu, args.out, args.min_coverage, args.min_shapes,
                                                 args.allow_replayed, hold_out, args.candidates_from, workers,
-                                                not args.no_folds)))
+                                                not args.no_folds, args.max_excused_loss)))
 
 
 def print_distill(result) -> int:

@@ -111,6 +111,9 @@ def _reading_arguments(sub) -> None:
                    help="also fit replayed studies (the CPU demo); recorded in the file's provenance")
     d.add_argument("--min-shapes", type=int, default=1,
                    help="fewest measured shapes a rule may rest on (default 1)")
+    d.add_argument("--max-excused-loss", type=float, default=0.02, metavar="FRACTION",
+                   help="the most loss a shape's noise may excuse before a config counts as slower than the default "
+                   "there (default 0.02; 0: a rule's config may read slower than the default at none of its shapes)")
     d.add_argument("--hold-out", metavar="SHAPES",
                    help="comma-separated MxN shapes (every kernel) kept out of the fit and scored on instead")
     d.add_argument("--candidates-from", metavar="GPU",

@@ -139,11 +139,11 @@ def _octaves(lo: int, hi_end: int) -> list[tuple[int, int]]:
     return out
 
 
-def cell_verdict(points: Sequence[ABPoint]) -> str | None:
-    """Why a cell's problems do not make a rule, or None when they do."""
+def cell_verdict(points: Sequence[ABPoint], max_loss: float | None = None) -> str | None:
+    """Why a cell's problems do not make a rule, or None when they do (``max_loss`` as ``_lost`` reads it)."""
     if len(points) < MIN_PROBLEMS:
         return f"{len(points)} problem(s), fewer than {MIN_PROBLEMS}"
-    lost = _lost(points)
+    lost = _lost(points, max_loss)
     if lost:
         worst = min(lost, key=lambda p: p.ratio)
         return f"{len(lost)} lost beyond noise (worst {worst.label} {worst.ratio:.3f})"
@@ -223,7 +223,7 @@ def _with_config(base: Sequence[ABPoint], variant: Variant) -> tuple[list[ABPoin
 
 def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
         sources: Sequence[str], reduction_type: str | None = None, outer: bool = False,
-        ) -> tuple[Heuristics, list[str]]:
+        max_loss: float | None = None) -> tuple[Heuristics, list[str]]:
     """``heur`` with the unsplit rules its cells earn (replacing any it had), and one line per cell and variant.
 
     ``base`` is the A/B of the probe that keeps Inductor's config; each variant's config applies only to the
@@ -235,14 +235,15 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
     With ``reduction_type``, the rules earned key on it and replace only the file's rules of that type alone; the
     points must then be problems whose split reduction is of that type (the caller keeps those), and a cell whose
     span would overlap a kept rule earns nothing there (the kept rule decides). With ``outer`` the rules are of
-    column reductions, and the file's inner rules stay (as its column rules stay in a fit of inner ones)."""
+    column reductions, and the file's inner rules stay (as its column rules stay in a fit of inner ones).
+    ``max_loss`` caps the loss a problem's noise band excuses (``_lost``); the file's provenance records it."""
     types = (reduction_type,) if reduction_type else ()
     kept = tuple(u for u in heur.unsplit if u.outer != outer or (reduction_type and u.reduction_types != types))
     specs, lines = [], []
     for (rows, cols) in cells(heur, outer):
         where = f"rows {rows[0]}..{rows[1]} N {cols[0]}..{cols[1]}"
         inside = [p for p in base if rows[0] <= p.rows <= rows[1] and cols[0] <= p.cols <= cols[1]]
-        unlisted_why = cell_verdict(inside)
+        unlisted_why = cell_verdict(inside, max_loss)
         choices = [("Inductor's config", inside, None, ())]
         for variant in variants:
             points, kernels = _with_config(inside, variant)
@@ -250,7 +251,7 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
                 choices.append((f"{variant.name} for {len(kernels)} kernel(s)", points, variant.config, kernels))
         earned = []
         for name, points, config, kernels in choices:
-            why = cell_verdict(points)
+            why = cell_verdict(points, max_loss)
             if why is None and unlisted_why is not None:
                 why = f"an unlisted kernel would run whole with Inductor's config, which does not earn: {unlisted_why}"
             if why is not None:
@@ -272,6 +273,8 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
             lines.append(f"{where}: chosen: {spec.describe()}")
     evidence = list(heur.provenance.get("unsplit_evidence", [])) if kept else []
     provenance = dict(heur.provenance, unsplit_evidence=evidence + [s for s in sources if s not in evidence])
+    if max_loss is not None:
+        provenance["unsplit_max_loss"] = max_loss
     return dataclasses.replace(heur, unsplit=kept + tuple(specs), provenance=provenance), lines
 
 
@@ -304,9 +307,20 @@ def prune(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str], o
     return dataclasses.replace(heur, unsplit=tuple(kept), provenance=provenance), lines
 
 
-def _lost(points: Sequence[ABPoint]) -> list[ABPoint]:
-    """The problems slower than Inductor's split beyond their noise band."""
-    return [p for p in points if p.ratio < 1 - p.band]
+def withdraw(heur: Heuristics, outer: bool, why: str) -> Heuristics:
+    """``heur`` without its unsplit rules of column reductions (``outer``) or of inner ones, every other rule kept:
+    where fresh rounds timed such a rule slower than Inductor's split, Inductor's own split is the safe default
+    (stop 76: two of cd6c1b3d's column rules lost 2-8 %). ``why`` goes to the provenance, beside earlier ones."""
+    kept = tuple(u for u in heur.unsplit if u.outer != outer)
+    withdrawn = list(heur.provenance.get("withdrawn", [])) + [
+        {"rules": [u.describe() for u in heur.unsplit if u.outer == outer], "why": why}]
+    return dataclasses.replace(heur, unsplit=kept, provenance=dict(heur.provenance, withdrawn=withdrawn))
+
+
+def _lost(points: Sequence[ABPoint], max_loss: float | None = None) -> list[ABPoint]:
+    """The problems slower than Inductor's split beyond their noise band, the band capped at ``max_loss`` where
+    given (0: any problem slower than the split is lost; a tie is not a win)."""
+    return [p for p in points if p.ratio < 1 - (p.band if max_loss is None else min(p.band, max_loss))]
 
 
 def _meets(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -26,6 +26,7 @@ class DistillRequest:
     candidates_from: str | None = None  # the GPU whose studies proposed what this GPU crossmeasured
     workers: int = 1  # processes for the hold-out refits
     folds: bool = True  # False: skip the leave-one-out refits (the rules are the same)
+    max_excused_loss: float = 0.02  # FitParams.max_excused_loss
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +62,7 @@ def distill(request: DistillRequest) -> DistillResult:
     if request.out and any(same_file(request.out, db) for db in request.dbs):
         raise AppError(f"--out {request.out} is one of the databases read; name a heuristic file of its own")
     params = FitParams(min_coverage=request.min_coverage, min_shapes=request.min_shapes,
-                       allow_replayed=request.allow_replayed)
+                       allow_replayed=request.allow_replayed, max_excused_loss=request.max_excused_loss)
     try:
         heur = fit([storage_url(db) for db in request.dbs], request.gpu, params, names=list(request.dbs),
                    hold_out=request.hold_out, candidates_from=request.candidates_from, workers=request.workers,
