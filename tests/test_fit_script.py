@@ -1,12 +1,14 @@
 """experiments/fits/fit.sh makes the shipped H200 file again from its fit list (CPU, about 90 s on two cores).
 
-The shipped cd6c1b3d is the fit list experiments/fits/h200-s72.txt (fill 27 and span round 33) plus the column
-rules of the three training A/Bs of experiments/unsplit/probe-outer.yaml, which fit.sh reads from LIST.outer
-(stop 75). A refit is only comparable with it where the same script and databases still give its digest."""
+cd6c1b3d (shipped at stop 75) is the fit list experiments/fits/h200-s72.txt (fill 27 and span round 33) plus the
+column rules of the three training A/Bs of experiments/unsplit/probe-outer.yaml, which fit.sh reads from LIST.outer.
+The shipped c3c6844b is cd6c1b3d with those column rules withdrawn (`unsplit_fit.py withdraw --outer`, stop 76). A
+refit is only comparable with it where the same script and databases still give its digest."""
 
 import os
 import shutil
 import subprocess
+import sys
 
 import distill_fixtures as fx
 
@@ -15,12 +17,19 @@ from inductor_tune.runtime.rulefile import load
 FITS = os.path.join(fx.ROOT, "experiments", "fits")
 
 
-def test_the_shipped_h200_file_is_its_fit_list_plus_the_column_rules_of_list_outer(tmp_path):
+def test_the_shipped_h200_file_is_its_fit_list_with_the_column_rules_withdrawn(tmp_path):
     for suffix in (".txt", ".unsplit", ".typed", ".outer"):
         shutil.copy(os.path.join(FITS, "h200-s72" + suffix), tmp_path / ("list" + suffix))
     out = tmp_path / "fit.yaml"
     proc = subprocess.run(["bash", os.path.join(FITS, "fit.sh"), str(tmp_path / "list.txt"), str(out)],
                           capture_output=True, text=True, cwd=fx.ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert load(str(out)).digest().startswith("cd6c1b3d")
+    withdrawn = tmp_path / "withdrawn.yaml"
+    proc = subprocess.run([sys.executable, os.path.join(fx.ROOT, "experiments", "unsplit_fit.py"), "withdraw",
+                           str(out), "--outer", "--why", "test", "--out", str(withdrawn)],
+                          capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
     shipped = load(os.path.join(fx.ROOT, "heuristics", "h200.yaml"))
-    assert load(str(out)).digest() == shipped.digest()
+    assert load(str(withdrawn)).digest() == shipped.digest()
+    assert not any(u.outer for u in shipped.unsplit)
