@@ -91,7 +91,7 @@ class _FlowList(list):
     pass
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml writes the same text, faster
     pass
 
 

@@ -166,15 +166,15 @@ def relaxed_heuristics() -> Heuristics:
 
 def write_heuristics(tmp_path, heur: Heuristics, edit=None) -> str:
     """``heur`` written as YAML under ``tmp_path`` (``edit`` may change the parsed document first); its path."""
-    import yaml
+    import fast_yaml
 
     from inductor_tune import heuristics
 
-    doc = yaml.safe_load(heuristics.to_yaml(heur))
+    doc = fast_yaml.safe_load(heuristics.to_yaml(heur))
     if edit:
         edit(doc)
     path = tmp_path / "h.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(fast_yaml.safe_dump(doc))
     return str(path)
 
 

@@ -14,7 +14,7 @@ import sys
 import types
 
 import pytest
-import yaml
+import fast_yaml
 
 from inductor_tune import distill, heuristics, torch_rules
 from inductor_tune import patch as patch_mod
@@ -117,11 +117,11 @@ def test_a_file_keeps_its_class_spans_and_digest_through_dump_and_load(tmp_path)
     bare = dataclasses.replace(heur, rules=tuple(dataclasses.replace(r, aligned_cols=()) for r in heur.rules))
     assert bare.digest() != heur.digest()
     heuristics.dump(bare, str(path))
-    assert not any("cols_by_alignment" in r for r in yaml.safe_load(open(path))["rules"])  # older files' spelling
+    assert not any("cols_by_alignment" in r for r in fast_yaml.safe_load(open(path))["rules"])  # older files' spelling
 
 
 def _with_spans(value):
-    doc = yaml.safe_load(open(FINDING_FILE))
+    doc = fast_yaml.safe_load(open(FINDING_FILE))
     rule = next(r for r in doc["rules"] if r.get("cols") == list(SOFTMAX_BWD_SPAN))
     rule["cols_by_alignment"] = value
     return doc
@@ -142,7 +142,7 @@ def _with_spans(value):
 ])
 def test_bad_class_spans_fail_in_one_line_naming_the_rule(tmp_path, value, why):
     path = tmp_path / "h.yaml"
-    path.write_text(yaml.safe_dump(_with_spans(value)))
+    path.write_text(fast_yaml.safe_dump(_with_spans(value)))
     with pytest.raises(HeuristicsError) as err:
         heuristics.load(str(path))
     assert "cols_by_alignment" in str(err.value) and "rules[" in str(err.value) and "\n" not in str(err.value), why
@@ -160,7 +160,7 @@ def test_a_rule_without_class_spans_covers_every_class_of_its_cols():
     rule = dataclasses.replace(_softmax_bwd_rule(), aligned_cols=(), odd_hull=())
     heur = dataclasses.replace(_finding_file(), rules=(rule,))
     assert _lookup(heur, rule, 274, 11897) == rule
-    shipped_rules = yaml.safe_load(open(SHIPPED_H200))["rules"]
+    shipped_rules = fast_yaml.safe_load(open(SHIPPED_H200))["rules"]
     assert any("cols_by_alignment" in r for r in shipped_rules)  # the shipped file has them
 
 

@@ -19,7 +19,7 @@ import sys
 import traceback
 
 import pytest
-import yaml
+import fast_yaml
 
 from inductor_tune import cli, heuristics
 
@@ -32,7 +32,7 @@ def _heuristic_doc() -> dict:
     has none), its provenance cut down to the one database copied here."""
     heur = heuristics.load(os.path.join(ROOT, "experiments", "h200", "h200-b1cc3709.yaml"))
     heur = dataclasses.replace(heur, provenance={"databases": ["db/quack.sqlite"]}, holdout={})
-    return yaml.safe_load(heuristics.to_yaml(heur))
+    return fast_yaml.safe_load(heuristics.to_yaml(heur))
 
 
 def _variant(doc: dict, path: tuple, value) -> dict:
@@ -122,11 +122,11 @@ def workspace(tmp_path_factory):
                     ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     (ws / "heuristics").mkdir()
     doc = _heuristic_doc()
-    (ws / "heuristics" / "h200.yaml").write_text(yaml.safe_dump(doc))
+    (ws / "heuristics" / "h200.yaml").write_text(fast_yaml.safe_dump(doc))
     for name, variant in _heuristic_variants(doc).items():
-        (ws / name).write_text(yaml.safe_dump(variant))
+        (ws / name).write_text(fast_yaml.safe_dump(variant))
     for name, data in EXPERIMENTS.items():
-        (ws / name).write_text(yaml.safe_dump(data, allow_unicode=True))
+        (ws / name).write_text(fast_yaml.safe_dump(data, allow_unicode=True))
     (ws / "junk.yaml").write_bytes(bytes(range(256)) * 8)
     (ws / "nul.yaml").write_bytes(b"kernels: [rmsnorm_fwd]\x00\n")
     (ws / "deep.yaml").write_text("[" * 20000 + "]" * 20000)

@@ -8,7 +8,7 @@ import json
 
 import distill_fixtures as fx
 import pytest
-import yaml
+import fast_yaml
 from fake_pools import ScriptedPool, remeasured
 
 from inductor_tune import cli, crossmeasure, distill
@@ -91,7 +91,7 @@ def test_distill_fits_the_measured_gpus_wins_only_and_says_where_the_candidates_
         and "--candidates-from" in line, line
     assert not out.exists()
     assert cli.main([*argv, "--candidates-from", "H200"]) == 0
-    data = yaml.safe_load(out.read_text())
+    data = fast_yaml.safe_load(out.read_text())
     assert data["gpu"]["fingerprint"] == H100.key
     assert data["provenance"]["candidates_from"] == fx.GPU and data["provenance"]["studies"] == []
     configs = [r for r in data["rules"] if r.get("config")]

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-import yaml
+import fast_yaml
 
 
 def _run(*args):
@@ -35,7 +35,7 @@ def test_a_changed_config_or_span_counts_and_a_keep_default_rule_does_not(tmp_pa
                 rule("layernorm_fwd", keep, cols=(100, 300))],
     }
     for name, rules in files.items():
-        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump({"rules": rules}))
+        (tmp_path / f"{name}.yaml").write_text(fast_yaml.safe_dump({"rules": rules}))
     assert _run(str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml")) == "rmsnorm_fwd,softmax_fwd"
 
 
@@ -55,7 +55,7 @@ def test_held_back_counts_a_rule_newly_held_back_and_only_with_the_flag(tmp_path
                 rule("nn_rmsnorm_bwd", fitted_cols=(500, 600))],
     }
     for name, rules in files.items():
-        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump({"rules": rules}))
+        (tmp_path / f"{name}.yaml").write_text(fast_yaml.safe_dump({"rules": rules}))
     old, new = str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml")
     assert _run(old, new) == ""
     assert _run(old, new, "--held-back") == "layernorm_bwd"

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-import yaml
+import fast_yaml
 
 from inductor_tune.store import Store
 
@@ -18,7 +18,7 @@ def test_demo_runs_end_to_end_and_labels_everything_replayed(tmp_path):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     studies = Store(f"sqlite:///{out / 'demo.sqlite'}", create=False).studies()
     assert len(studies) == 6 and all(s.replayed and s.name.endswith("/replay") for s in studies)
-    heur = yaml.safe_load((out / "heuristics.yaml").read_text())
+    heur = fast_yaml.safe_load((out / "heuristics.yaml").read_text())
     assert heur["provenance"]["parameters"]["allow_replayed"] is True
     assert heur["gpu"]["fingerprint"].endswith("/replay")
     assert "diff --git a/torch/_inductor/" in (out / "demo.patch").read_text()

@@ -11,7 +11,7 @@ import statistics
 import distill_fixtures as fx
 import pytest
 import sqlalchemy as sa
-import yaml
+import fast_yaml
 
 from inductor_tune import cli, distill, torch_rules
 from inductor_tune.heuristics import dump, load
@@ -541,7 +541,7 @@ def test_cli_distill_writes_the_file_and_bad_input_is_one_line(tmp_path, capsys)
     # RMSNorm's forward family was measured at 8192 to 32768 rows: its rule covers those, no more.
     assert "inner_looped reductions=sum elem=2B r=2048..8192 x=8192..32768: persistent XBLOCK=1 warps=4" in printed
     assert "held out (leave_one_n_out)" in printed and "held out (held_out_shapes): 5 shapes" in printed
-    doc = yaml.safe_load(out.read_text())
+    doc = fast_yaml.safe_load(out.read_text())
     assert doc["provenance"]["held_out_shapes"] == sorted(HELD)
     assert sorted(r["shape"] for r in doc["holdout"]["held_out_shapes"]["shapes"]) == sorted(HELD)
     before = out.read_text()

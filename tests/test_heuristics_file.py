@@ -9,7 +9,7 @@ import os
 import stat
 
 import pytest
-import yaml
+import fast_yaml
 
 from inductor_tune import heuristics, torch_rules
 from inductor_tune.heuristics import HeuristicsError, RuleSpec
@@ -32,7 +32,7 @@ def _rule(reductions, rnumel=(2048, 4096), config=None, kind="inner_looped"):
 
 @functools.lru_cache(maxsize=None)
 def _committed(path: str) -> dict:
-    return yaml.safe_load(open(path))
+    return fast_yaml.safe_load(open(path))
 
 
 def _doc(*rules):
@@ -44,7 +44,7 @@ def _doc(*rules):
 
 def _load(tmp_path, doc) -> heuristics.Heuristics:
     path = tmp_path / "h.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(fast_yaml.safe_dump(doc))
     return heuristics.load(str(path))
 
 
@@ -166,5 +166,5 @@ def test_dump_and_load_keep_the_signatures_and_the_file_is_readable_by_all(tmp_p
     unsigned = dataclasses.replace(heur, rules=tuple(dataclasses.replace(r, reductions=None) for r in heur.rules[:1]))
     assert unsigned.digest() != dataclasses.replace(heur, rules=heur.rules[:1]).digest()  # the signature is in it
     heuristics.dump(unsigned, str(path))
-    assert "reductions" not in yaml.safe_load(open(path))["rules"][0]  # no key: a rule for any kernel
+    assert "reductions" not in fast_yaml.safe_load(open(path))["rules"][0]  # no key: a rule for any kernel
     assert heuristics.load(str(path)).rules[0].reductions is None

@@ -18,7 +18,7 @@ import distill_fixtures as fx
 import pytest
 import torch
 import torch._inductor.config as inductor_config
-import yaml
+import fast_yaml
 
 import inductor_tune
 from inductor_tune import choices, cpu_codegen, heuristics, kernels
@@ -374,9 +374,9 @@ BAD_FILES = [
 @pytest.mark.parametrize("edit, message", BAD_FILES)
 def test_bad_heuristic_files_fail_in_one_line(edit, message, tmp_path):
     if callable(edit):
-        doc = yaml.safe_load(open(H200_FILE))
+        doc = fast_yaml.safe_load(open(H200_FILE))
         edit(doc)
-        text = yaml.safe_dump(doc)
+        text = fast_yaml.safe_dump(doc)
     else:
         text = edit
     path = tmp_path / "bad.yaml"

@@ -11,7 +11,7 @@ import types
 import distill_fixtures as fx
 import pytest
 import torch
-import yaml
+import fast_yaml
 
 import inductor_tune
 from inductor_tune import cpu_codegen, heuristics, kernels
@@ -99,7 +99,7 @@ def test_entries_round_trip_and_leave_the_digest_of_files_without_them(tmp_path)
 
 
 def _doc_with(entry) -> dict:
-    doc = yaml.safe_load(heuristics.to_yaml(_heur(ENTRY)))
+    doc = fast_yaml.safe_load(heuristics.to_yaml(_heur(ENTRY)))
     doc["multi_kernel"] = [entry] if entry is not None else "not a list"
     return doc
 
@@ -114,7 +114,7 @@ def _doc_with(entry) -> dict:
     ({"launch": "now"}, "must be a mapping of kind, rows"),
 ])
 def test_bad_entries_fail_in_one_line(change, message):
-    entry = yaml.safe_load(heuristics.to_yaml(_heur(ENTRY)))["multi_kernel"][0]
+    entry = fast_yaml.safe_load(heuristics.to_yaml(_heur(ENTRY)))["multi_kernel"][0]
     entry.update(change)
     with pytest.raises(HeuristicsError, match=re.escape(message)) as err:
         rulefile.parse(_doc_with(entry), "h.yaml")
@@ -125,7 +125,7 @@ def test_overlapping_entries_and_a_non_list_are_refused():
     doc = _doc_with(None)
     with pytest.raises(HeuristicsError, match="`multi_kernel` must be a list"):
         rulefile.parse(doc, "h.yaml")
-    doc = yaml.safe_load(heuristics.to_yaml(_heur(ENTRY, dataclasses.replace(ENTRY, cols=(4096, 4096)))))
+    doc = fast_yaml.safe_load(heuristics.to_yaml(_heur(ENTRY, dataclasses.replace(ENTRY, cols=(4096, 4096)))))
     with pytest.raises(HeuristicsError, match=re.escape("multi_kernel[1]: overlaps multi_kernel[0]")):
         rulefile.parse(doc, "h.yaml")
 

@@ -16,7 +16,7 @@ import sys
 import types
 
 import pytest
-import yaml
+import fast_yaml
 
 from inductor_tune import distill, heuristics, torch_rules
 from inductor_tune import patch as patch_mod
@@ -140,14 +140,14 @@ def test_a_file_keeps_its_hull_and_digest_through_dump_and_load_and_older_files_
     bare = dataclasses.replace(heur, rules=tuple(dataclasses.replace(r, odd_hull=()) for r in heur.rules))
     assert bare.digest() != heur.digest()
     heuristics.dump(bare, str(path))
-    assert not any("odd_hull" in r for r in yaml.safe_load(open(path))["rules"])  # older files' spelling
+    assert not any("odd_hull" in r for r in fast_yaml.safe_load(open(path))["rules"])  # older files' spelling
     # The H100's file shipped at stop 52, fitted before hulls, keeps the digest it was validated under.
     h100 = heuristics.load(os.path.join(ROOT, "experiments", "candidates", "h100-s52.yaml"))
     assert not any(r.odd_hull for r in h100.rules) and h100.digest().startswith("473aeeff")
 
 
 def _with_hull(value):
-    doc = yaml.safe_load(open(FINDING_FILE))
+    doc = fast_yaml.safe_load(open(FINDING_FILE))
     rule = next(r for r in doc["rules"] if r.get("cols") == list(SOFTMAX_BWD_SPAN))
     rule["odd_hull"] = value
     return doc
@@ -169,7 +169,7 @@ def _with_hull(value):
 ])
 def test_bad_hulls_fail_in_one_line_naming_the_rule(tmp_path, value, why):
     path = tmp_path / "h.yaml"
-    path.write_text(yaml.safe_dump(_with_hull(value)))
+    path.write_text(fast_yaml.safe_dump(_with_hull(value)))
     if why.endswith("accepted"):
         rule = next(r for r in heuristics.load(str(path)).rules if r.cols == SOFTMAX_BWD_SPAN)
         assert rule.odd_hull == tuple(map(tuple, value))

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-import yaml
+import fast_yaml
 
 from inductor_tune import cli, heuristics, torch_rules
 from inductor_tune import patch as patch_mod
@@ -31,7 +31,7 @@ def heur():
 
 
 def _doc():
-    return yaml.safe_load(open(H200))
+    return fast_yaml.safe_load(open(H200))
 
 
 def _signed_rule(doc) -> dict:
@@ -46,7 +46,7 @@ def test_a_file_with_code_in_its_texts_is_refused_at_load_in_one_line(tmp_path, 
     else:
         doc["gpu"][{"gpu name": "name"}.get(where, where)] = "NVIDIA H200" + INJECTED
     path = tmp_path / "h.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(fast_yaml.safe_dump(doc))
     with pytest.raises(HeuristicsError):
         heuristics.load(str(path))
     out = tmp_path / "x.patch"
@@ -59,7 +59,7 @@ def test_a_file_with_code_in_its_texts_is_refused_at_load_in_one_line(tmp_path, 
 def test_the_refusal_is_one_line_on_the_real_stderr_too(tmp_path):
     doc = _doc()
     doc["gpu"]["name"] = "NVIDIA H200" + INJECTED
-    (tmp_path / "h.yaml").write_text(yaml.safe_dump(doc))
+    (tmp_path / "h.yaml").write_text(fast_yaml.safe_dump(doc))
     proc = subprocess.run([sys.executable, "-m", "inductor_tune", "patch", str(tmp_path / "h.yaml"), "--out",
                            str(tmp_path / "x.patch")], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 2
@@ -75,7 +75,7 @@ def test_the_refusal_is_one_line_on_the_real_stderr_too(tmp_path):
 def test_gpu_fields_are_checked_on_load(tmp_path, field, value):
     doc = _doc()
     doc["gpu"][field] = value
-    (tmp_path / "h.yaml").write_text(yaml.safe_dump(doc))
+    (tmp_path / "h.yaml").write_text(fast_yaml.safe_dump(doc))
     with pytest.raises(HeuristicsError, match="gpu"):
         heuristics.load(str(tmp_path / "h.yaml"))
 

@@ -18,7 +18,7 @@ import sqlite3
 
 import pytest
 import sqlalchemy as sa
-import yaml
+import fast_yaml
 
 from inductor_tune import cli, figdata
 from inductor_tune.records import Outcome
@@ -143,7 +143,7 @@ def _replayed_study(storage):
 def test_a_replay_walks_the_recorded_configs_unless_a_sampler_is_asked_for(old, tmp_path, caplog):
     """The experiment file says tpe; the replay still walks the recording unless --sampler says so."""
     exp = tmp_path / "one.yaml"
-    exp.write_text(yaml.safe_dump(EXPERIMENT))
+    exp.write_text(fast_yaml.safe_dump(EXPERIMENT))
     digest = _sha(old)
     base = ["tune", str(exp), "--replay", str(old), "--no-progress"]
     caplog.set_level(logging.WARNING, logger="inductor_tune")

@@ -8,7 +8,7 @@ import dataclasses
 
 import distill_fixtures as fx
 import pytest
-import yaml
+import fast_yaml
 
 from inductor_tune import crossmeasure, distill, heuristics, rowbands
 
@@ -163,7 +163,7 @@ def test_a_group_whose_config_loses_at_the_power_of_two_is_cut_in_n(base):
                              cols=below[-1] + 1) for x in (low, high))
     # The file keeps them as two rules: their N spans part them (``heuristics.parse``).
     text = heuristics.to_yaml(heuristics.Heuristics(fx.fixture_points()[0], (low, high)))
-    parsed = heuristics.parse(yaml.safe_load(text), "h.yaml").rules
+    parsed = heuristics.parse(fast_yaml.safe_load(text), "h.yaml").rules
     assert [(x.xnumel, x.cols, x.config) for x in parsed] == [(x.xnumel, x.cols, x.config) for x in (low, high)]
 
 

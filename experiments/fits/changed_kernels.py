@@ -27,7 +27,7 @@ HELD_BACK = re.compile(r"^fitted (.+?), not shipped: ")
 
 def _load(path: str) -> list[dict]:
     with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)["rules"]
+        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["rules"]
 
 
 def _rules(rules: list[dict], held_back: bool = False) -> dict[str, dict]:
