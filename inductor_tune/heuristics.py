@@ -24,7 +24,7 @@ from .runtime import torch_rules
 from .runtime.launch import choices_for_slot
 from .runtime.installation import ENV_VAR, Installation, device_matches, install, install_from_env  # noqa: F401
 from .runtime.registry import applied_rules, installed_digest  # noqa: F401
-from .runtime.rulefile import _overlap, gpu_problem, load, parse, text_problem  # noqa: F401
+from .runtime.rulefile import SAFE_DUMPER, _overlap, gpu_problem, load, parse, text_problem  # noqa: F401
 from .runtime.rules import (  # noqa: F401
     FORMAT, KINDS, Evidence, GpuSpec, Heuristics, HeuristicsError, MixAutotuneSpec, MultiKernelSpec, RuleSpec,
     UnsplitSpec, mix_autotune_dict, multi_kernel_dict, rule_dict, unsplit_dict,
@@ -91,7 +91,7 @@ class _FlowList(list):
     pass
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml writes the same text, faster
+class _Dumper(SAFE_DUMPER):
     pass
 
 

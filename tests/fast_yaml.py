@@ -4,9 +4,7 @@ The pure-Python ``yaml.safe_load`` of the shipped H200 file takes seconds; dozen
 
 import yaml
 
-from inductor_tune.runtime.rulefile import SAFE_LOADER
-
-_SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+from inductor_tune.runtime.rulefile import SAFE_DUMPER, SAFE_LOADER
 
 
 def safe_load(stream):
@@ -14,4 +12,4 @@ def safe_load(stream):
 
 
 def safe_dump(doc, **options) -> str:
-    return yaml.dump(doc, Dumper=_SAFE_DUMPER, **options)
+    return yaml.dump(doc, Dumper=SAFE_DUMPER, **options)

@@ -13,8 +13,8 @@ import os
 import sys
 import types
 
-import pytest
 import fast_yaml
+import pytest
 
 from inductor_tune import distill, heuristics, torch_rules
 from inductor_tune import patch as patch_mod

@@ -18,8 +18,8 @@ import subprocess
 import sys
 import traceback
 
-import pytest
 import fast_yaml
+import pytest
 
 from inductor_tune import cli, heuristics
 

@@ -7,8 +7,8 @@ deterministic function of the config), so only the bookkeeping and the fit's log
 import json
 
 import distill_fixtures as fx
-import pytest
 import fast_yaml
+import pytest
 from fake_pools import ScriptedPool, remeasured
 
 from inductor_tune import cli, crossmeasure, distill

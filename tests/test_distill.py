@@ -9,9 +9,9 @@ import shutil
 import statistics
 
 import distill_fixtures as fx
+import fast_yaml
 import pytest
 import sqlalchemy as sa
-import fast_yaml
 
 from inductor_tune import cli, distill, torch_rules
 from inductor_tune.heuristics import dump, load

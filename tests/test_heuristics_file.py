@@ -8,8 +8,8 @@ import itertools
 import os
 import stat
 
-import pytest
 import fast_yaml
+import pytest
 
 from inductor_tune import heuristics, torch_rules
 from inductor_tune.heuristics import HeuristicsError, RuleSpec

@@ -15,10 +15,10 @@ import types
 from unittest import mock
 
 import distill_fixtures as fx
+import fast_yaml
 import pytest
 import torch
 import torch._inductor.config as inductor_config
-import fast_yaml
 
 import inductor_tune
 from inductor_tune import choices, cpu_codegen, heuristics, kernels

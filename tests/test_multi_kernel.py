@@ -9,9 +9,9 @@ import re
 import types
 
 import distill_fixtures as fx
+import fast_yaml
 import pytest
 import torch
-import fast_yaml
 
 import inductor_tune
 from inductor_tune import cpu_codegen, heuristics, kernels

@@ -15,8 +15,8 @@ import re
 import sys
 import types
 
-import pytest
 import fast_yaml
+import pytest
 
 from inductor_tune import distill, heuristics, torch_rules
 from inductor_tune import patch as patch_mod

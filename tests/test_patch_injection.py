@@ -13,8 +13,8 @@ import os
 import subprocess
 import sys
 
-import pytest
 import fast_yaml
+import pytest
 
 from inductor_tune import cli, heuristics, torch_rules
 from inductor_tune import patch as patch_mod

@@ -16,9 +16,9 @@ import shlex
 import shutil
 import sqlite3
 
+import fast_yaml
 import pytest
 import sqlalchemy as sa
-import fast_yaml
 
 from inductor_tune import cli, figdata
 from inductor_tune.records import Outcome

@@ -7,8 +7,8 @@ fixture's real H200 points carry the slots; rows, N and speedups are set here.""
 import dataclasses
 
 import distill_fixtures as fx
-import pytest
 import fast_yaml
+import pytest
 
 from inductor_tune import crossmeasure, distill, heuristics, rowbands
 

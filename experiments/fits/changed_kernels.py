@@ -22,12 +22,14 @@ import re
 
 import yaml
 
+from inductor_tune.runtime.rulefile import SAFE_LOADER
+
 HELD_BACK = re.compile(r"^fitted (.+?), not shipped: ")
 
 
 def _load(path: str) -> list[dict]:
     with open(path, encoding="utf-8") as handle:
-        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["rules"]
+        return yaml.load(handle, Loader=SAFE_LOADER)["rules"]
 
 
 def _rules(rules: list[dict], held_back: bool = False) -> dict[str, dict]:

@@ -23,8 +23,9 @@ from .rules import (
 
 
 # A shipped rule file carries its evidence (megabytes): libyaml reads it about six times faster than the pure-Python
-# loader, with the same safe tags; PyYAML built without libyaml falls back to the pure-Python one.
+# loader and writes the same text, with the same safe tags; PyYAML built without libyaml falls back to pure Python.
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def read_yaml(path: str, error: type[Exception]) -> Any:
