@@ -33,6 +33,13 @@ records ``--why`` in the provenance (stop 76: cd6c1b3d's column rules, the shipp
 
   python3 experiments/unsplit_fit.py withdraw FILE.yaml --outer --why TEXT --out NEW.yaml
 
+With ``--every-win`` (fit) a cell earns only where every problem, in every record of it, won beyond the noise
+floor; stop 78's column fit reads five records, the four training draws and a fresh compile of draws 1-3's problems:
+
+  python3 experiments/unsplit_fit.py fit experiments/candidates/h200-s76-nocolumn.yaml --outer --every-win \\
+      --evidence db/unsplit-outer-train.sqlite,...,db/unsplit-outer-train4.sqlite,db/unsplit-outer-retime.sqlite \\
+      --out experiments/candidates/h200-s78.yaml
+
 The fit reads nothing but the probes and their records (``inductor_tune.unsplit`` says how cells become rules).
 
   python3 experiments/unsplit_fit.py prune CANDIDATE.yaml --outer --evidence db/unsplit-outer-train3.sqlite \\
@@ -153,6 +160,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-loss", type=float,
                     help="fit: the most loss a problem's noise band may excuse (default: the whole band; 0: a cell "
                          "earns only where no problem reads slower than Inductor's split)")
+    ap.add_argument("--every-win", action="store_true",
+                    help="fit: a cell earns only where every problem, in every timing of it, won beyond the noise "
+                         "floor (a tie is not a win)")
     ap.add_argument("--why", help="withdraw: why the rules go (recorded in the file's provenance)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
@@ -211,7 +221,8 @@ def main(argv=None) -> int:
                   f"{', '.join(sorted(failed)) or 'none'}; it may apply to {', '.join(sorted(kernels))}")
     except (heuristics.HeuristicsError, StoreError, ValueError) as exc:
         sys.exit(f"unsplit_fit: error: {exc}")
-    fitted, lines = unsplit.fit(heur, base, variants, sources, args.reduction_type, args.outer, args.max_loss)
+    fitted, lines = unsplit.fit(heur, base, variants, sources, args.reduction_type, args.outer, args.max_loss,
+                                 args.every_win)
     print("\n".join(lines))
     heuristics.dump(fitted, args.out)
     print(f"wrote {args.out}: {len(fitted.unsplit)} unsplit rule(s), digest {fitted.digest()}")

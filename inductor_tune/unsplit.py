@@ -139,14 +139,20 @@ def _octaves(lo: int, hi_end: int) -> list[tuple[int, int]]:
     return out
 
 
-def cell_verdict(points: Sequence[ABPoint], max_loss: float | None = None) -> str | None:
-    """Why a cell's problems do not make a rule, or None when they do (``max_loss`` as ``_lost`` reads it)."""
+def cell_verdict(points: Sequence[ABPoint], max_loss: float | None = None, every_win: bool = False) -> str | None:
+    """Why a cell's problems do not make a rule, or None when they do (``max_loss`` as ``_lost`` reads it; with
+    ``every_win`` each problem must win beyond the noise floor, a tie no more than a loss)."""
     if len(points) < MIN_PROBLEMS:
         return f"{len(points)} problem(s), fewer than {MIN_PROBLEMS}"
     lost = _lost(points, max_loss)
     if lost:
         worst = min(lost, key=lambda p: p.ratio)
         return f"{len(lost)} lost beyond noise (worst {worst.label} {worst.ratio:.3f})"
+    tied = [p for p in points if p.ratio < 1 + NOISE_FLOOR] if every_win else []
+    if tied:
+        worst = min(tied, key=lambda p: p.ratio)
+        return (f"{len(tied)} of {len(points)} did not win beyond the {NOISE_FLOOR:.1%} noise floor "
+                f"(worst {worst.label} {worst.ratio:.3f})")
     gain = geomean([p.ratio for p in points])
     if gain < 1 + NOISE_FLOOR:
         return f"geomean {gain:.3f} is no win beyond the {NOISE_FLOOR:.1%} noise floor"
@@ -223,7 +229,7 @@ def _with_config(base: Sequence[ABPoint], variant: Variant) -> tuple[list[ABPoin
 
 def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
         sources: Sequence[str], reduction_type: str | None = None, outer: bool = False,
-        max_loss: float | None = None) -> tuple[Heuristics, list[str]]:
+        max_loss: float | None = None, every_win: bool = False) -> tuple[Heuristics, list[str]]:
     """``heur`` with the unsplit rules its cells earn (replacing any it had), and one line per cell and variant.
 
     ``base`` is the A/B of the probe that keeps Inductor's config; each variant's config applies only to the
@@ -236,14 +242,16 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
     points must then be problems whose split reduction is of that type (the caller keeps those), and a cell whose
     span would overlap a kept rule earns nothing there (the kept rule decides). With ``outer`` the rules are of
     column reductions, and the file's inner rules stay (as its column rules stay in a fit of inner ones).
-    ``max_loss`` caps the loss a problem's noise band excuses (``_lost``); the file's provenance records it."""
+    ``max_loss`` caps the loss a problem's noise band excuses (``_lost``); with ``every_win`` a cell earns only where
+    each of its problems, in each timing of it, won beyond the noise floor: a tie is not a win, and a column rule
+    whose 16 problems all won lost at an unseen one (stop 76). The file's provenance records both."""
     types = (reduction_type,) if reduction_type else ()
     kept = tuple(u for u in heur.unsplit if u.outer != outer or (reduction_type and u.reduction_types != types))
     specs, lines = [], []
     for (rows, cols) in cells(heur, outer):
         where = f"rows {rows[0]}..{rows[1]} N {cols[0]}..{cols[1]}"
         inside = [p for p in base if rows[0] <= p.rows <= rows[1] and cols[0] <= p.cols <= cols[1]]
-        unlisted_why = cell_verdict(inside, max_loss)
+        unlisted_why = cell_verdict(inside, max_loss, every_win)
         choices = [("Inductor's config", inside, None, ())]
         for variant in variants:
             points, kernels = _with_config(inside, variant)
@@ -251,7 +259,7 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
                 choices.append((f"{variant.name} for {len(kernels)} kernel(s)", points, variant.config, kernels))
         earned = []
         for name, points, config, kernels in choices:
-            why = cell_verdict(points, max_loss)
+            why = cell_verdict(points, max_loss, every_win)
             if why is None and unlisted_why is not None:
                 why = f"an unlisted kernel would run whole with Inductor's config, which does not earn: {unlisted_why}"
             if why is not None:
@@ -275,6 +283,8 @@ def fit(heur: Heuristics, base: Sequence[ABPoint], variants: Sequence[Variant],
     provenance = dict(heur.provenance, unsplit_evidence=evidence + [s for s in sources if s not in evidence])
     if max_loss is not None:
         provenance["unsplit_max_loss"] = max_loss
+    if every_win:
+        provenance["unsplit_every_win"] = True
     return dataclasses.replace(heur, unsplit=kept + tuple(specs), provenance=provenance), lines
 
 

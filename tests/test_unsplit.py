@@ -20,6 +20,7 @@ from inductor_tune.unsplit import ABPoint
 H200_FILE = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
 SETTLE = os.path.join(fx.ROOT, "experiments", "candidates", "h200-settle.yaml")
 S74 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s74.yaml")
+S78 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s78.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +143,34 @@ def test_with_no_loss_excused_a_cell_loses_at_any_problem_slower_than_the_split(
     assert any("Inductor's split kept: 1 lost beyond noise" in line for line in lines)
     fitted, _ = unsplit.fit(base, _points([1.2, 1.3, 0.98]), [], ["train.sqlite"])
     assert len(fitted.unsplit) == 1 and "unsplit_max_loss" not in fitted.provenance
+
+
+def test_with_every_win_a_tie_at_any_problem_keeps_the_split(base):
+    # Stop 78: a cell earns only where each problem, in each timing of it, wins beyond the noise floor; a cell whose
+    # geomean wins but one of whose problems ties (1.005 among 48) keeps Inductor's split.
+    assert unsplit.cell_verdict(_points([1.2, 1.3, 1.005])) is None
+    assert unsplit.cell_verdict(_points([1.2, 1.3, 1.005]), every_win=True).startswith(
+        "1 of 3 did not win beyond the 1.5% noise floor (worst")
+    assert unsplit.cell_verdict(_points([1.2, 1.3, 1.02]), every_win=True) is None
+    assert unsplit.cell_verdict(_points([1.2, 1.3, 0.9]), every_win=True).startswith("1 lost beyond noise")
+    fitted, lines = unsplit.fit(base, _points([1.2, 1.3, 1.005]), [], ["train.sqlite"], every_win=True)
+    assert fitted.unsplit == () and fitted.provenance["unsplit_every_win"] is True
+    assert any("Inductor's split kept: 1 of 3 did not win" in line for line in lines)
+    fitted, _ = unsplit.fit(base, _points([1.2, 1.3, 1.02]), [], ["train.sqlite"], every_win=True)
+    assert len(fitted.unsplit) == 1
+
+
+def test_the_s78_candidate_is_the_every_win_column_fit_of_its_five_records(tmp_path):
+    # experiments/candidates/h200-s78.yaml (set 68 PASS) comes from c3c6844b and the five column A/B records, the
+    # fourth draw and the retime of draws 1-3 among them (docs/rules.md, "Stop 78").
+    out = tmp_path / "s78.yaml"
+    evidence = ",".join(f"db/unsplit-outer-{name}.sqlite" for name in ("train", "train2", "train3", "train4", "retime"))
+    proc = subprocess.run([sys.executable, "experiments/unsplit_fit.py", "fit",
+                           "experiments/candidates/h200-s76-nocolumn.yaml", "--outer", "--every-win",
+                           "--evidence", evidence, "--out", str(out)], capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert heuristics.load(str(out)).digest() == heuristics.load(S78).digest() == "7a7054575db9500c"
+    assert "rows 257..512 N 1025..2048: Inductor's config: Inductor's split kept: 1 of 48 did not win" in proc.stdout
 
 
 def test_withdraw_drops_only_the_unsplit_rules_of_one_kind_and_records_why():
