@@ -17,6 +17,7 @@ import os
 import sys
 
 from inductor_tune import heuristics
+from inductor_tune.dbfiles import url_of
 from inductor_tune.gate import Draw, make_draw, studied_shapes
 from inductor_tune.store import Store, StoreError
 
@@ -58,7 +59,7 @@ def main(argv=None) -> int:
     dbs = [d for d in args.db.split(",") if d]
     try:
         heur = heuristics.load(args.heuristics)
-        avoid = studied_shapes(Store(f"sqlite:///{d}" if "://" not in d else d, create=False) for d in dbs)
+        avoid = studied_shapes(Store(url_of(d), create=False) for d in dbs)
         for path in filter(None, args.avoid_draw.split(",")):
             with open(path) as f:
                 avoid |= {(p[1], p[2]) for p in json.load(f)["problems"]}
