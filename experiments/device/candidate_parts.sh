@@ -7,6 +7,8 @@
 #               330 s at stop 75, when d overran what one call had left), each test file's log under $OUT;
 #               PART=tests-c and PART=tests-d run one step each, a call apiece;
 #   PART=model: its `gpt2-768-t400` step, 5 rounds, the default compiled twice (db/models-h200-sSTOP.sqlite);
+#   PART=gate:  its one score on held-out set SET (experiments/heldout/setSET-draw.json, db/heldoutSET.sqlite), or
+#               on the draw DRAW names (experiments/heldout/NAME-draw.json: db/heldout-NAME.sqlite), 3 rounds;
 #   SAMPLES=1:  held-out set SET's best-found studies and both suites validated with it (bestfound.sh).
 # BUDGET as steps.sh reads it (default 560).
 set -u
@@ -32,5 +34,13 @@ case "${PART:-}" in
       "python3 -m inductor_tune validate $cand --no-progress --rounds 5 \
        --storage sqlite:///db/models-h200-s$stop.sqlite --models gpt2-768-t400 2>&1 \
        | grep -v 'Warning\|warn\|^$' | tail -8" ;;
-  *) echo "candidate_parts.sh: PART=tests, tests-c, tests-d, model or SAMPLES=1" >&2; exit 2 ;;
+  gate)
+    draw=${DRAW:-experiments/heldout/set$set-draw.json}
+    [ -f "$draw" ] || { echo "candidate_parts.sh: no draw at $draw" >&2; exit 2; }
+    store=db/heldout$set.sqlite
+    [ -z "${DRAW:-}" ] || store=db/heldout-$(basename "$DRAW" -draw.json).sqlite
+    BUDGET=$B bash experiments/device/steps.sh \
+      "python3 -m inductor_tune validate $cand --no-progress --draw $draw --rounds 3 --storage sqlite:///$store \
+       2>&1 | tail -9" ;;
+  *) echo "candidate_parts.sh: PART=tests, tests-c, tests-d, model, gate or SAMPLES=1" >&2; exit 2 ;;
 esac
