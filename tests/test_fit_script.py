@@ -2,8 +2,10 @@
 
 cd6c1b3d (shipped at stop 75) is the fit list experiments/fits/h200-s72.txt (fill 27 and span round 33) plus the
 column rules of the three training A/Bs of experiments/unsplit/probe-outer.yaml, which fit.sh reads from LIST.outer.
-The shipped c3c6844b is cd6c1b3d with those column rules withdrawn (`unsplit_fit.py withdraw --outer`, stop 76). A
-refit is only comparable with it where the same script and databases still give its digest."""
+c3c6844b (shipped at stops 76-78, experiments/candidates/h200-s76-nocolumn.yaml) is cd6c1b3d with those column rules
+withdrawn (`unsplit_fit.py withdraw --outer`, stop 76); the shipped 7a705457 (since stop 79) is c3c6844b with the
+every-win column fit of tests/test_unsplit.py. A refit is only comparable with them where the same script and
+databases still give their digests."""
 
 import os
 import shutil
@@ -17,7 +19,7 @@ from inductor_tune.runtime.rulefile import load
 FITS = os.path.join(fx.ROOT, "experiments", "fits")
 
 
-def test_the_shipped_h200_file_is_its_fit_list_with_the_column_rules_withdrawn(tmp_path):
+def test_the_shipped_h200_base_is_its_fit_list_with_the_column_rules_withdrawn(tmp_path):
     for suffix in (".txt", ".unsplit", ".typed", ".outer"):
         shutil.copy(os.path.join(FITS, "h200-s72" + suffix), tmp_path / ("list" + suffix))
     out = tmp_path / "fit.yaml"
@@ -30,6 +32,10 @@ def test_the_shipped_h200_file_is_its_fit_list_with_the_column_rules_withdrawn(t
                            str(out), "--outer", "--why", "test", "--out", str(withdrawn)],
                           capture_output=True, text=True, cwd=fx.ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    base = load(os.path.join(fx.ROOT, "experiments", "candidates", "h200-s76-nocolumn.yaml"))
+    assert load(str(withdrawn)).digest() == base.digest()
+    assert not any(u.outer for u in base.unsplit)
+    # The shipped file adds only column rules to that base.
     shipped = load(os.path.join(fx.ROOT, "heuristics", "h200.yaml"))
-    assert load(str(withdrawn)).digest() == shipped.digest()
-    assert not any(u.outer for u in shipped.unsplit)
+    assert shipped.rules == base.rules and shipped.mix_autotune == base.mix_autotune
+    assert [u for u in shipped.unsplit if not u.outer] == list(base.unsplit)

@@ -222,6 +222,41 @@ def test_an_entry_that_keeps_inductors_split_compiles_inductors_program():
     assert validate.same_program(data), (default_choice, rules_choice)
 
 
+def test_an_end_to_end_entry_times_each_split_with_the_reduction_of_its_partial_sums(monkeypatch):
+    """An ``end_to_end`` entry at a LayerNorm backward (two weight gradients, so two workspaces of partial sums):
+    each split Inductor times carries the time of reducing ceil(rows / split) partial sums per gradient, the
+    compile keeps a split that works and the result is right. Its shape is its own (see the test above)."""
+    from inductor_tune import evaluate, heuristics
+    from inductor_tune.evaluate import CompiledCall, Problem, ProblemState
+    from inductor_tune.kernels import TOLERANCES, Shape
+    from inductor_tune.runtime import mix_autotune
+
+    props = torch.cuda.get_device_properties(0)
+    gpu = heuristics.GpuSpec(props.name, "test", f"{props.major}.{props.minor}", props.multi_processor_count, "", "")
+    entry = heuristics.MixAutotuneSpec((8192, 65536), (1024, 8192), 2, margin=0.02, end_to_end=True)
+    state = ProblemState(Problem("layernorm_bwd", Shape(12288, 2048), "bf16"))
+    tails, original = [], mix_autotune.Tail.ms
+
+    def noted(tail, split, cache):
+        tails.append((tail, split))
+        return original(tail, split, cache)
+
+    monkeypatch.setattr(mix_autotune.Tail, "ms", noted)
+    mark = len(heuristics.applied_rules())
+    with heuristics.install(heuristics.Heuristics(gpu, (), mix_autotune=(entry,))) as handle:
+        assert handle.active, handle.reason
+        call = CompiledCall(state.problem, state.inputs, state.grad_output)
+        call.compile()
+        result = call.run_eager()
+    assert evaluate.reference_error(state.problem, state.inputs, state.grad_output, result) <= TOLERANCES["bf16"]
+    (applied,) = heuristics.applied_rules()[mark:]
+    assert "timed end to end" in applied and " kept (ms by split: " in applied, applied
+    assert len({split for _, split in tails}) >= 2, tails
+    tail = tails[0][0]
+    assert (tail.rows, tail.rnumel, tail.partial_sums) == (12288, 2048, 2) and tail.device.startswith("cuda"), tail
+    assert original(tail, 8, {}) > original(tail, 128, {}) > 0  # more partial sums take longer to reduce
+
+
 def mix_order_kernels(choice: list[dict]) -> list[dict]:
     return [c for c in choice if "RSPLIT_SIZE" in (c.get("config") or {})]
 

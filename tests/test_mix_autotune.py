@@ -48,6 +48,7 @@ def test_files_without_entries_keep_their_digests_and_entries_round_trip(tmp_pat
     ({"margin": 1.5}, "fraction from 0 to 1"),
     ({"margin": "5%"}, "fraction from 0 to 1"),
     ({"up_only": "yes"}, "true or false"),
+    ({"end_to_end": 1}, "true or false"),
     ({"split": 64}, "mapping of rows, cols, element_size"),
     ({"kernels": [{"reductions": "sum;import os", "envelope": "x"}]}, "non-empty list of"),
 ])
@@ -106,12 +107,25 @@ class _Timing:
         return value
 
 
-def _autotune(spec, times, start=32):
+class _Tail:
+    """Stands in for ``mix_autotune.Tail``: the partial sums' reduction, ms by split (timed once a split)."""
+
+    def __init__(self, times):
+        self.times, self.asked = times, []
+
+    def ms(self, split, cache):
+        if split not in cache:
+            self.asked.append(split)
+            cache[split] = self.times[split]
+        return cache[split]
+
+
+def _autotune(spec, times, start=32, tail=None):
     pytest.importorskip("torch")
     from torch._inductor.runtime.coordinate_descent_tuner import CoordescTuner
 
     timing, noted, original = _Timing(times), {}, CoordescTuner.__dict__["autotune_single_field"]
-    with mix_autotune.split_autotuned(spec, "x=35678 r=929", noted):
+    with mix_autotune.split_autotuned(spec, "x=35678 r=929", noted, tail):
         kept = CoordescTuner.autotune_single_field(timing, start, 8)  # as simd.py calls it
     assert CoordescTuner.__dict__["autotune_single_field"] is original  # Inductor's own again after the block
     return kept, timing.asked, noted
@@ -140,3 +154,56 @@ def test_a_split_that_fails_while_timed_is_never_kept_and_warns_once(caplog):
     # Every split failing leaves Inductor's own, which is what Inductor would compile.
     assert _autotune(ENTRY, {32: "boom", 64: "boom"})[0] == 32
 
+
+
+def test_an_end_to_end_entry_makes_each_split_pay_for_the_partial_sums_it_leaves():
+    # The fused kernel alone is fastest at 8; the partial sums' reduction it leaves (rows / split of them) makes 32
+    # the fastest end to end.
+    fused = {8: 0.080, 16: 0.090, 32: 0.100, 64: 0.106, 128: 0.130}
+    tail = {8: 0.060, 16: 0.030, 32: 0.015, 64: 0.0105, 128: 0.006}
+    free = MixAutotuneSpec((1, 2), (1, 2), 2)
+    assert _autotune(free, fused, tail=_Tail(tail))[0] == 8  # the tail is added only where the entry says so
+    end_to_end = dataclasses.replace(free, end_to_end=True)
+    kept, _, noted = _autotune(end_to_end, fused, tail=_Tail(tail))
+    assert kept == 32 and noted[16] == pytest.approx(0.120) and noted[32] == pytest.approx(0.115)
+    assert "timed end to end" in end_to_end.describe() and "timed end to end" not in free.describe()
+    # With no tail to time (the hook could not read the kernel's sizes), the entry times the fused kernel alone.
+    assert _autotune(end_to_end, fused)[0] == 8
+    # A split whose fused kernel failed is never timed for its tail.
+    probe = _Tail(tail)
+    assert _autotune(end_to_end, {**fused, 16: "out of resource"}, tail=probe)[0] == 32 and 16 not in probe.asked
+
+
+def test_an_end_to_end_entry_round_trips_and_changes_the_digest(tmp_path, base):
+    end_to_end = dataclasses.replace(ENTRY, end_to_end=True)
+    plain = dataclasses.replace(base, mix_autotune=(ENTRY,))
+    back = heuristics.load(fx.write_heuristics(tmp_path, dataclasses.replace(base, mix_autotune=(end_to_end,))))
+    assert back.mix_autotune == (end_to_end,) and back.digest() != plain.digest()
+
+
+def test_the_hook_reads_the_tail_from_the_fused_nodes_on_this_torch():
+    # A LayerNorm backward's column side holds two reductions (weight and bias gradients) and a pointwise epilogue;
+    # the sizes come as sympy integers, as MixOrderReduction.get_numel_rnumel gives them for static shapes.
+    sympy = pytest.importorskip("sympy")
+    from inductor_tune.runtime import hook
+
+    class Node:
+        def __init__(self, reduction):
+            self.reduction = reduction
+
+        def is_reduction(self):
+            return self.reduction
+
+    class Fused:
+        def __init__(self, nodes):
+            self.nodes = nodes
+
+        def get_nodes(self):
+            return self.nodes
+
+        def get_device(self):
+            return "cuda:0"
+
+    column_side = Fused([Node(True), Node(True), Node(False)])
+    tail = hook.partial_sums_tail(Fused([Node(True)]), column_side, sympy.Integer(12288), sympy.Integer(2048))
+    assert tail == mix_autotune.Tail(12288, 2048, 2, "cuda:0")

@@ -117,7 +117,7 @@ def mix_split_wrapper(original):
         from torch._inductor import scheduler
 
         table = registry.installed_table()
-        split, autotune, sizes = None, None, None
+        split, autotune, sizes, tail = None, None, None, None
         # A tuning plan sets the split itself, through config, for the trial it measures.
         if table is not None and registry.planner() is None \
                 and inductor_config.triton.mix_order_reduction_split_size is None:
@@ -127,12 +127,15 @@ def mix_split_wrapper(original):
                 split = torch_rules.mix_order_split_size(node1, numel, rnumel, table)
                 if split is None:
                     autotune = mix_autotune.entry_for(node1, numel, rnumel, registry.installed_mix_autotune())
+                if autotune is not None and autotune.end_to_end:
+                    tail = partial_sums_tail(node1, node2, numel, rnumel)
             except Exception as exc:
+                autotune = None  # an end-to-end entry without its tail would time the fused kernel alone
                 log.debug("mix-order split lookup failed, keeping Inductor's split: %s", exc)
         if autotune is not None:
             timings: dict = {}
             try:
-                with mix_autotune.split_autotuned(autotune, sizes, timings):
+                with mix_autotune.split_autotuned(autotune, sizes, timings, tail):
                     return original(self, node1, node2)
             finally:
                 registry.note_applied(f"{autotune.describe()} -> {sizes}: {mix_autotune.describe_timings(timings)}")
@@ -143,6 +146,14 @@ def mix_split_wrapper(original):
 
     wrapper.__inductor_tune_original__ = original
     return wrapper
+
+
+def partial_sums_tail(node1, node2, numel, rnumel):
+    """What Inductor's wrapper reduces after the fused kernel: one workspace of partial sums per reduction of
+    ``node2`` (the column side, whose reductions the fused kernel accumulates by split).  The sizes are static
+    here: an entry covers only kernels whose sizes ``torch_rules`` could read as integers."""
+    partial_sums = sum(1 for node in node2.get_nodes() if node.is_reduction())
+    return mix_autotune.Tail(int(numel), int(rnumel), partial_sums, str(node1.get_device()))
 
 
 class InductorTuneChoices(InductorChoices):

@@ -10,15 +10,17 @@ config rule keys on; a split that fails to compile while Inductor times it is ne
 
 Inductor times the fused kernel alone, not the reduction of its partial sums that follows (rows / split of
 them), so left free it picks near-ties and loses end to end (down to 0.47x on an H200, stop 38): the entry's
-``min_split``, ``up_only`` and ``margin`` bound where it may go.
+``min_split``, ``up_only`` and ``margin`` bound where it may go.  An ``end_to_end`` entry adds that reduction's
+time to each split instead (``Tail``), as Inductor's wrapper will run it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
-from typing import Iterator
+from typing import Iterator, Optional
 
 from . import torch_rules
 from .rules import entry_table
@@ -44,18 +46,48 @@ def entry_for(node, numel, rnumel, installed):
     return None if index is None else specs[index - 1]
 
 
+@dataclasses.dataclass(frozen=True)
+class Tail:
+    """The reduction of a fused mix-order kernel's partial sums that Inductor's wrapper runs after it
+    (``SIMDScheduling._codegen_mix_order_reduction``): per weight gradient, ``sum(dim=0)`` over a float32
+    workspace of ceil(rows / split) x rnumel."""
+
+    rows: int
+    rnumel: int
+    partial_sums: int
+    device: str
+
+    def ms(self, split: int, cache: dict) -> float:
+        nsplit = -(-self.rows // split)
+        if nsplit not in cache:
+            import torch
+            from torch._inductor.runtime.benchmarking import benchmarker
+
+            workspace = torch.empty(self.partial_sums, nsplit, self.rnumel, dtype=torch.float32, device=self.device)
+
+            def reduce_partial_sums():
+                for partial in workspace:
+                    partial.sum(dim=0)
+
+            cache[nsplit] = benchmarker.benchmark_gpu(reduce_partial_sums)
+        return cache[nsplit]
+
+
 @contextlib.contextmanager
-def split_autotuned(spec, kernel: str, timings: dict) -> Iterator[None]:
+def split_autotuned(spec, kernel: str, timings: dict, tail: Optional[Tail] = None) -> Iterator[None]:
     """Inside the block Inductor times split sizes for the mix-order kernel it generates: from the entry's
     ``min_split`` (and only above its own split where the entry says ``up_only``), leaving its own split only for
     one faster by more than the entry's ``margin``, with multi-stage loops where the entry says so.  ``timings``
     receives what it timed (split: ms, or the error of a split that failed) and the split it kept (key
-    ``"kept"``).  A split whose kernel fails to build or run counts as infinitely slow, so the autotuner keeps a
-    split that works, and one WARNING line names the entry, the kernel and the splits that failed."""
+    ``"kept"``); where the entry is ``end_to_end`` and ``tail`` describes the kernel's partial sums, a split's ms
+    include their reduction.  A split whose kernel fails to build or run (or whose tail fails to time) counts as
+    infinitely slow, so the autotuner keeps a split that works, and one WARNING line names the entry, the kernel
+    and the splits that failed."""
     import torch._inductor.config as inductor_config
     from torch._inductor.runtime.coordinate_descent_tuner import CoordescTuner
 
     original = CoordescTuner.__dict__["autotune_single_field"]
+    tail_cache: dict = {}
 
     def guarded(fn, init_val, min_val=None, max_val=None):
         floor = max(spec.min_split or 1, init_val if spec.up_only else 1)
@@ -64,6 +96,8 @@ def split_autotuned(spec, kernel: str, timings: dict) -> Iterator[None]:
         def timed(split):
             try:
                 ms = fn(split)
+                if spec.end_to_end and tail is not None and math.isfinite(ms):
+                    ms += tail.ms(split, tail_cache)
             except Exception as exc:  # Inductor would fail the compile; the entry must not
                 first_line = str(exc).splitlines()[0][:80] if str(exc) else ""
                 timings[split] = f"failed ({type(exc).__name__}: {first_line})"

@@ -241,15 +241,15 @@ def _parse_mix_autotune(entries: Any, source: str) -> tuple[MixAutotuneSpec, ...
     for i, entry in enumerate(entries):
         where = f"{source}: mix_autotune[{i}]"
         if not isinstance(entry, dict) or set(entry) - {"rows", "cols", "element_size", "multi_stages", "min_split",
-                                                         "margin", "up_only", "kernels", "evidence"}:
+                                                         "margin", "up_only", "end_to_end", "kernels", "evidence"}:
             raise HeuristicsError(f"{where}: must be a mapping of rows, cols, element_size, evidence and optional "
-                                  "multi_stages, min_split, margin, up_only and kernels")
+                                  "multi_stages, min_split, margin, up_only, end_to_end and kernels")
         rows = _span(_need(entry, "rows", where, list), f"{where}: rows")
         cols = _span(_need(entry, "cols", where, list), f"{where}: cols")
         element_size = _element_size(entry, where)
-        multi_stages, up_only = entry.get("multi_stages", False), entry.get("up_only", False)
-        if not isinstance(multi_stages, bool) or not isinstance(up_only, bool):
-            raise HeuristicsError(f"{where}: multi_stages and up_only must be true or false")
+        flags = {name: entry.get(name, False) for name in ("multi_stages", "up_only", "end_to_end")}
+        if not all(isinstance(value, bool) for value in flags.values()):
+            raise HeuristicsError(f"{where}: multi_stages, up_only and end_to_end must be true or false")
         min_split = entry.get("min_split")
         if min_split is not None and (type(min_split) is not int or not 1 <= min_split <= 4096
                                       or min_split & (min_split - 1)):
@@ -263,8 +263,9 @@ def _parse_mix_autotune(entries: Any, source: str) -> tuple[MixAutotuneSpec, ...
             if other.element_size == element_size and _overlap(other.rows, rows) and _overlap(other.cols, cols) \
                     and (not other.kernels or not kernels or set(other.kernels) & set(kernels)):
                 raise HeuristicsError(f"{where}: overlaps mix_autotune[{j}]")
-        out.append(MixAutotuneSpec(rows, cols, element_size, multi_stages, min_split, margin, up_only, kernels,
-                                   _parse_evidence(entry.get("evidence") or {}, where)))
+        out.append(MixAutotuneSpec(rows, cols, element_size, flags["multi_stages"], min_split, margin,
+                                   flags["up_only"], kernels, _parse_evidence(entry.get("evidence") or {}, where),
+                                   flags["end_to_end"]))
     return tuple(out)
 
 

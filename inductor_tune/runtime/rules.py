@@ -184,9 +184,14 @@ class MixAutotuneSpec:
     # (signature, envelope) of every kernel the evidence measured, as launch rules name them; empty: any.
     kernels: tuple[tuple[str, str], ...] = ()
     evidence: Evidence = Evidence()
+    # Each split is timed end to end: the fused kernel, then the reduction of its partial sums that Inductor's
+    # wrapper runs after it (``workspace.view(nsplit, rnumel).sum(dim=0)`` per weight gradient), which the
+    # autotuner alone leaves out; with it, a smaller split must pay for the partial sums it leaves.
+    end_to_end: bool = False
 
     def describe(self) -> str:
         stages = " with multi-stage loops" if self.multi_stages else ""
+        stages += ", timed end to end" if self.end_to_end else ""
         floor = f" from {self.min_split}" if self.min_split else ""
         floor += " up from Inductor's" if self.up_only else ""
         floor += f", leaving Inductor's for {100 * self.margin:.0f} % faster" if self.margin else ""
@@ -346,6 +351,8 @@ def mix_autotune_dict(spec: MixAutotuneSpec) -> dict[str, Any]:
         out["margin"] = spec.margin
     if spec.up_only:
         out["up_only"] = True
+    if spec.end_to_end:
+        out["end_to_end"] = True
     if spec.kernels:
         out["kernels"] = [{"reductions": sig, "envelope": env} for sig, env in spec.kernels]
     out["evidence"] = _evidence_dict(spec.evidence)
