@@ -8,7 +8,8 @@ stratified training draw, and the fit of entries from the probe's A/B.
   python3 experiments/mix_e2e_fit.py fit heuristics/h200.yaml --evidence db/mix-e2e-train.sqlite --out CANDIDATE.yaml
 
 The draw refuses every problem of a held-out draw (experiments/heldout/); the fit reads nothing but the probe's
-records, and a cell earns an entry only where every problem of every record won beyond the noise floor.
+records, and a cell earns an entry only where every problem the entry changed, in every record, won beyond the
+noise floor.
 """
 
 import argparse

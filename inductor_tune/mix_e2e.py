@@ -123,8 +123,10 @@ def points_from_rows(rows) -> list[ABPoint]:
 
 
 def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str]) -> tuple[Heuristics, list[str]]:
-    """``heur`` with one end-to-end entry per cell and element size where every problem won beyond the noise floor
-    (its earlier split-autotune entries withdrawn), and one line per cell."""
+    """``heur`` with one end-to-end entry per cell and element size where every problem the entry changed won
+    beyond the noise floor (its earlier split-autotune entries withdrawn), and one line per cell.  An entry lists
+    no kernels: unlike a launch rule's config, its choice is timed on the very kernel it governs, end to end.  The
+    evidence note's words are those the scored candidate carries (its digest hashes them)."""
     entries, lines = [], []
     for size in sorted({p.element_size for p in points}):
         for rows, cols in cells():
