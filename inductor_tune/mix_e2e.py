@@ -26,7 +26,7 @@ from typing import Container, Sequence
 
 from .runtime.rules import Evidence, Heuristics, MixAutotuneSpec, mix_autotune_dict
 from .stats import geomean
-from .unsplit import ABPoint, _octaves, cell_verdict
+from .unsplit import ABPoint, _octaves, cell_verdict, touched_points
 
 # Inductor's fusion thresholds (torch 2.11 ``MixOrderReduction.can_fuse``, unchanged through 2.14).
 MIN_ROWS = 4096
@@ -107,19 +107,7 @@ def points_from_rows(rows) -> list[ABPoint]:
     """ABPoints from ``validate.ValidationRow``s of a probe run: the fused problems where the entry moved the split.
     Where the autotuner kept Inductor's split, the compile is Inductor's own program (``same_program``), which can
     neither win nor lose; counted, such a problem would be a tie that keeps every cell from earning."""
-    from .shapes import ELEMENT_SIZES as SIZES
-    from .shapes import Shape
-    from .stats import NOISE_FLOOR
-    from .validate import HEURISTICS
-
-    out = []
-    for r in rows:
-        variant, shape = r.variant(HEURISTICS), Shape.parse(r.shape)
-        if variant is None or not r.heuristics_applied or r.same_program or not fused(shape.rows, shape.cols):
-            continue
-        out.append(ABPoint(r.kernel, shape.rows, shape.cols, variant.ratio_to_default, max(r.noise, NOISE_FLOOR),
-                           SIZES[r.dtype]))
-    return out
+    return touched_points(rows, lambda row, shape: not row.same_program and fused(shape.rows, shape.cols))
 
 
 def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str]) -> tuple[Heuristics, list[str]]:

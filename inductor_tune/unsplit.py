@@ -19,7 +19,7 @@ earn a rule there.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .gate import COLS
 from .runtime.launch import KernelSlot, SlotConfig, slot_violations
@@ -103,15 +103,20 @@ def probe_config(heur: Heuristics) -> tuple[SlotConfig | None, int | None]:
 def points_from_rows(rows, outer: bool = False) -> list[ABPoint]:
     """ABPoints from ``validate.ValidationRow``s of a probe run (``figdata.validation_rows``): the problems an
     unsplit rule touched, inside the split region (of column reductions with ``outer``)."""
+    if outer:
+        return touched_points(rows, lambda row, shape: OUTER_SPLIT_MIN_ROWS <= shape.rows <= OUTER_ROWS_MAX)
+    return touched_points(rows, lambda row, shape: shape.cols >= INNER_SPLIT_MIN_RNUMEL)
+
+
+def touched_points(rows, keep: Callable[[Any, Shape], bool]) -> list[ABPoint]:
+    """ABPoints of the validation rows a probe's rules touched and ``keep(row, shape)`` accepts."""
     from .validate import HEURISTICS
 
     out = []
     for r in rows:
         heur = r.variant(HEURISTICS)
         shape = Shape.parse(r.shape)
-        inside = (OUTER_SPLIT_MIN_ROWS <= shape.rows <= OUTER_ROWS_MAX) if outer \
-            else shape.cols >= INNER_SPLIT_MIN_RNUMEL
-        if heur is None or not r.heuristics_applied or not inside:
+        if heur is None or not r.heuristics_applied or not keep(r, shape):
             continue
         out.append(ABPoint(r.kernel, shape.rows, shape.cols, heur.ratio_to_default, max(r.noise, NOISE_FLOOR),
                            ELEMENT_SIZES[r.dtype]))
