@@ -3,6 +3,7 @@ guarded autotuner moves (CPU, with Inductor's own ``CoordescTuner`` and a stand-
 CPU harness is tests/test_install.py, the real compile tests/test_gpu_heuristics.py)."""
 
 import dataclasses
+import math
 import os
 
 import distill_fixtures as fx
@@ -154,6 +155,19 @@ def test_a_split_that_fails_while_timed_is_never_kept_and_warns_once(caplog):
     # Every split failing leaves Inductor's own, which is what Inductor would compile.
     assert _autotune(ENTRY, {32: "boom", 64: "boom"})[0] == 32
 
+
+def test_inductors_own_split_that_its_benchmark_cannot_time_is_kept():
+    # nn_layernorm_bwd 70460x7521 on the H200: Inductor's benchmark gave its split 64 inf (over its spill threshold)
+    # and the autotuner moved to 32, slower end to end (stop 80); the times below are made up in that pattern.
+    end_to_end = dataclasses.replace(MixAutotuneSpec((1, 2), (1, 2), 2), end_to_end=True)
+    times = {16: 2.1, 32: 2.0, 64: math.inf, 128: math.inf}
+    kept, asked, noted = _autotune(end_to_end, times, start=64, tail=_Tail({16: 0.2, 32: 0.22, 64: 0.1}))
+    assert kept == 64 and asked == [64] and noted["kept"] == 64
+    # Timed, it is compared as before, and timed once though the autotuner asks for it again.
+    kept, asked, _ = _autotune(end_to_end, {**times, 64: 2.5}, start=64, tail=_Tail({16: 0.2, 32: 0.22, 64: 0.1}))
+    assert kept == 32 and asked.count(64) == 1
+    # Where the entry's floor lifts the start above Inductor's split, a split of inf there is left as before.
+    assert _autotune(ENTRY, {16: math.inf, 32: 0.5, 64: 0.3}, start=8)[0] == 64
 
 
 def test_an_end_to_end_entry_makes_each_split_pay_for_the_partial_sums_it_leaves():

@@ -6,7 +6,8 @@
 #   PART=tests: the 23 GPU tests with CANDIDATE installed as heuristics/h200.yaml, in two steps (c, d; about 230 and
 #               330 s at stop 75, when d overran what one call had left), each test file's log under $OUT;
 #               PART=tests-c and PART=tests-d run one step each, a call apiece;
-#   PART=model: its `gpt2-768-t400` step, 5 rounds, the default compiled twice (db/models-h200-sSTOP.sqlite);
+#   PART=model: its step of MODEL (default `gpt2-768-t400`), 5 rounds, the default compiled twice
+#               (db/models-h200-sSTOP.sqlite);
 #   PART=gate:  its one score on held-out set SET (experiments/heldout/setSET-draw.json, db/heldoutSET.sqlite), or
 #               on the draw DRAW names (experiments/heldout/NAME-draw.json: db/heldout-NAME.sqlite), 3 rounds;
 #   SAMPLES=1:  held-out set SET's best-found studies and both suites validated with it (bestfound.sh).
@@ -32,7 +33,7 @@ case "${PART:-}" in
   model)
     BUDGET=$B bash experiments/device/steps.sh \
       "python3 -m inductor_tune validate $cand --no-progress --rounds 5 \
-       --storage sqlite:///db/models-h200-s$stop.sqlite --models gpt2-768-t400 2>&1 \
+       --storage sqlite:///db/models-h200-s$stop.sqlite --models ${MODEL:-gpt2-768-t400} 2>&1 \
        | grep -v 'Warning\|warn\|^$' | tail -8" ;;
   gate)
     draw=${DRAW:-experiments/heldout/set$set-draw.json}
