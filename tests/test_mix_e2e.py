@@ -150,6 +150,7 @@ def test_the_shipped_file_is_the_fit_of_its_six_records(tmp_path):
     # rows 4096..16384 N 257..512 lost at the third draw, and that loss keeps Inductor's split there.
     assert "2B rows 4096..16384 N 257..512: Inductor's split kept: 3 lost beyond noise" in proc.stdout
 
+
 def test_the_script_refuses_an_existing_output_and_a_draw_without_a_seed(tmp_path):
     existing = tmp_path / "out.json"
     existing.write_text("kept")
