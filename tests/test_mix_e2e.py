@@ -104,51 +104,49 @@ def test_a_cell_earns_an_entry_only_where_every_changed_problem_won(shipped):
     assert mix_e2e.fit(shipped, _points([1.10, 1.20]), [])[0].mix_autotune == ()  # too few problems
 
 
+def _fit_from_s78(tmp_path, records):
+    """The end-to-end fit of 7a705457 and these mix-e2e records, as the script writes it, and its output."""
+    out = tmp_path / "fit.yaml"
+    evidence = ",".join(f"db/mix-e2e-{name}.sqlite" for name in records)
+    proc = subprocess.run([sys.executable, SCRIPT, "fit", S78, "--evidence", evidence, "--out", str(out)],
+                          capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return heuristics.load(str(out)), proc.stdout
+
+
+def _an_entry_reaches_the_fused_backwards_of(fitted, model: str) -> bool:
+    from inductor_tune.models import CATALOG
+
+    step = CATALOG[model]
+    assert mix_e2e.fused(step.tokens, step.hidden)
+    return any(e.rows[0] <= step.tokens <= e.rows[1] and e.cols[0] <= step.hidden <= e.cols[1]
+               for e in fitted.mix_autotune)
+
+
 def test_the_s79_candidate_is_the_fit_of_its_three_records(tmp_path):
     # experiments/candidates/h200-s79.yaml (held-out set 69 PASS) comes from the shipped 7a705457 and the probe's
     # two training draws and a fresh compile of the first (docs/rules.md, "Stop 79").
-    out = tmp_path / "s79.yaml"
-    evidence = ",".join(f"db/mix-e2e-{name}.sqlite" for name in ("train", "train2", "retime"))
-    proc = subprocess.run([sys.executable, SCRIPT, "fit", S78, "--evidence", evidence,
-                           "--out", str(out)], capture_output=True, text=True, cwd=fx.ROOT)
-    assert proc.returncode == 0, proc.stderr
-    fitted = heuristics.load(str(out))
+    fitted, stdout = _fit_from_s78(tmp_path, ("train", "train2", "retime"))
     assert fitted.digest() == heuristics.load(S79).digest() == "3517f3be96cba693"
     assert len(fitted.mix_autotune) == 5 and all(e.end_to_end for e in fitted.mix_autotune)
     # The model step its entries reach (inductor_tune.models): RMSNorm backwards of 32768 tokens x 5120.
-    from inductor_tune.models import CATALOG
-
-    step = CATALOG["llama-5120-t32768"]
-    assert mix_e2e.fused(step.tokens, step.hidden)
-    assert any(e.rows[0] <= step.tokens <= e.rows[1] and e.cols[0] <= step.hidden <= e.cols[1]
-               for e in fitted.mix_autotune)
-    assert "2B rows 4096..16384 N 257..512: Inductor's split kept: 1 lost beyond noise" in proc.stdout
+    assert _an_entry_reaches_the_fused_backwards_of(fitted, "llama-5120-t32768")
+    assert "2B rows 4096..16384 N 257..512: Inductor's split kept: 1 lost beyond noise" in stdout
 
 
 def test_the_shipped_file_is_the_fit_of_its_six_records(tmp_path):
     # heuristics/h200.yaml (since stop 82; held-out set 71 PASS, all 23 GPU tests) comes from 7a705457 and the
     # probe's four training draws and fresh compiles of draws 1 and 2 (the second 107 of 108 problems; docs/rules.md,
     # "Stop 82"). The third and fourth draws ran with the runtime keeping Inductor's split where it cannot be timed.
-    out = tmp_path / "s82.yaml"
-    evidence = ",".join(f"db/mix-e2e-{name}.sqlite"
-                        for name in ("train", "train2", "retime", "train3", "retime2", "train4"))
-    proc = subprocess.run([sys.executable, SCRIPT, "fit", S78, "--evidence", evidence, "--out", str(out)],
-                          capture_output=True, text=True, cwd=fx.ROOT)
-    assert proc.returncode == 0, proc.stderr
-    fitted = heuristics.load(str(out))
+    fitted, stdout = _fit_from_s78(tmp_path, ("train", "train2", "retime", "train3", "retime2", "train4"))
     assert fitted.digest() == heuristics.load(S82).digest() == heuristics.load(SHIPPED).digest() == "e75e39bdb865c7f9"
     assert [(e.rows, e.cols) for e in fitted.mix_autotune] == [((16467, 62535), (262, 463)),
                                                                 ((16843, 60458), (519, 1005))]
     assert fitted.rules == heuristics.load(S78).rules
     # The model step an entry reaches: GPT-2 small's fused LayerNorm backwards of 32768 tokens x 768.
-    from inductor_tune.models import CATALOG
-
-    step = CATALOG["gpt2-768-t32768"]
-    assert mix_e2e.fused(step.tokens, step.hidden)
-    assert any(e.rows[0] <= step.tokens <= e.rows[1] and e.cols[0] <= step.hidden <= e.cols[1]
-               for e in fitted.mix_autotune)
+    assert _an_entry_reaches_the_fused_backwards_of(fitted, "gpt2-768-t32768")
     # rows 4096..16384 N 257..512 lost at the third draw, and that loss keeps Inductor's split there.
-    assert "2B rows 4096..16384 N 257..512: Inductor's split kept: 3 lost beyond noise" in proc.stdout
+    assert "2B rows 4096..16384 N 257..512: Inductor's split kept: 3 lost beyond noise" in stdout
 
 
 def test_the_script_refuses_an_existing_output_and_a_draw_without_a_seed(tmp_path):
