@@ -2,6 +2,7 @@
 stratified training draw, and the fit of entries from the probe's A/B.
 
   python3 experiments/mix_e2e_fit.py probe heuristics/h200.yaml --out experiments/mix_e2e/probe-h200.yaml
+  python3 experiments/mix_e2e_fit.py probe heuristics/h200.yaml --sweep --out experiments/mix_e2e/probe-sweep-h200.yaml
   python3 experiments/mix_e2e_fit.py draw --per-cell 6 --seed 7901 --out experiments/mix_e2e/train-draw.json
   inductor-tune validate experiments/mix_e2e/probe-h200.yaml --draw experiments/mix_e2e/train-draw.json \\
       --rounds 3 --storage sqlite:///db/mix-e2e-train.sqlite
@@ -37,6 +38,8 @@ def main(argv=None) -> int:
     ap.add_argument("--per-cell", type=int, default=6)
     ap.add_argument("--seed", type=int)
     ap.add_argument("--evidence", help="fit: validation databases of the probe, comma-separated")
+    ap.add_argument("--sweep", action="store_true",
+                    help="probe, fit: entries that time every power-of-two split (the records must be of such a probe)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if os.path.exists(args.out):
@@ -57,14 +60,21 @@ def main(argv=None) -> int:
             return 0
         heur = heuristics.load(args.heuristics)
         if args.action == "probe":
-            heuristics.dump(mix_e2e.probe(heur), args.out)
+            heuristics.dump(mix_e2e.probe(heur, args.sweep), args.out)
             print(f"wrote {args.out}")
             return 0
         if not args.evidence:
             sys.exit("mix_e2e_fit: error: fit needs --evidence")
         sources = args.evidence.split(",")
+        # A greedy probe's records must not fit sweeping entries, nor the other way round.
+        want = mix_e2e.probe(heur, args.sweep).digest()[:8]
+        for db in sources:
+            ran = {run.digest[:8] for run in figdata.validation_runs(db)}
+            if ran != {want}:
+                sys.exit(f"mix_e2e_fit: error: {db} validated {sorted(ran)}, not the "
+                         f"{'sweeping' if args.sweep else 'climbing'} probe {want}")
         points = mix_e2e.points_from_rows([row for db in sources for row in figdata.validation_rows(db)])
-        fitted, lines = mix_e2e.fit(heur, points, sources)
+        fitted, lines = mix_e2e.fit(heur, points, sources, args.sweep)
     except (heuristics.HeuristicsError, StoreError, ValueError, OSError) as exc:
         sys.exit(f"mix_e2e_fit: error: {exc}")
     heuristics.dump(fitted, args.out)

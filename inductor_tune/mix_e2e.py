@@ -67,12 +67,13 @@ def _drawable_cols(band: tuple[int, int], octave: tuple[int, int]) -> list[int]:
     return [c for c in range(octave[0], octave[1] + 1) if _rows_span(band, c)]
 
 
-def probe(heur: Heuristics) -> Heuristics:
+def probe(heur: Heuristics, sweep: bool = False) -> Heuristics:
     """The A/B's file: ``heur``'s GPU, no launch or unsplit rule, and one end-to-end entry per element size over
-    the whole span."""
+    the whole span (``sweep``: entries that time every power-of-two split)."""
     note = ("probe of end-to-end split autotuning over the fused mix-order span (inductor_tune.mix_e2e); "
             "not a heuristic to ship")
-    entries = tuple(MixAutotuneSpec(ROWS, COLS, size, margin=MARGIN, end_to_end=True, evidence=Evidence(note=note))
+    entries = tuple(MixAutotuneSpec(ROWS, COLS, size, margin=MARGIN, end_to_end=True, evidence=Evidence(note=note),
+                                    sweep=sweep)
                     for size in ELEMENT_SIZES)
     return dataclasses.replace(heur, rules=(), unsplit=(), mix_autotune=entries, multi_kernel=(),
                                provenance={"probe": "mix_e2e"}, holdout={})
@@ -110,11 +111,13 @@ def points_from_rows(rows) -> list[ABPoint]:
     return touched_points(rows, lambda row, shape: not row.same_program and fused(shape.rows, shape.cols))
 
 
-def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str]) -> tuple[Heuristics, list[str]]:
+def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str],
+        sweep: bool = False) -> tuple[Heuristics, list[str]]:
     """``heur`` with one end-to-end entry per cell and element size where every problem the entry changed won
     beyond the noise floor (its earlier split-autotune entries withdrawn), and one line per cell.  An entry lists
     no kernels: unlike a launch rule's config, its choice is timed on the very kernel it governs, end to end.  The
-    evidence note's words are those the scored candidate carries (its digest hashes them)."""
+    evidence note's words are those the scored candidate carries (its digest hashes them).  ``sweep``: the records
+    are of a sweeping probe, and so are the entries."""
     entries, lines = [], []
     for size in sorted({p.element_size for p in points}):
         for rows, cols in cells():
@@ -133,7 +136,7 @@ def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str]) -> 
                                      "the mix_e2e probe); the measured span of a cell where every problem won")
             entries.append(MixAutotuneSpec((min(p.rows for p in inside), max(p.rows for p in inside)),
                                            (min(p.cols for p in inside), max(p.cols for p in inside)), size,
-                                           margin=MARGIN, end_to_end=True, evidence=evidence))
+                                           margin=MARGIN, end_to_end=True, evidence=evidence, sweep=sweep))
             lines.append(f"{where}: entry: {len(inside)} problems, geomean {evidence.gain_geomean:.3f}, "
                          f"worst {evidence.gain_min:.3f}")
     withdrawn = [mix_autotune_dict(e) for e in heur.mix_autotune]

@@ -11,7 +11,8 @@ config rule keys on; a split that fails to compile while Inductor times it is ne
 Inductor times the fused kernel alone, not the reduction of its partial sums that follows (rows / split of
 them), so left free it picks near-ties and loses end to end (down to 0.47x on an H200, stop 38): the entry's
 ``min_split``, ``up_only`` and ``margin`` bound where it may go.  An ``end_to_end`` entry adds that reduction's
-time to each split instead (``Tail``), as Inductor's wrapper will run it.
+time to each split instead (``Tail``), as Inductor's wrapper will run it, and a ``sweep`` entry times every
+power-of-two split rather than climbing from Inductor's.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ log = logging.getLogger(__name__)
 
 AUTOTUNE_SPLIT = "triton.mix_order_reduction_autotune_split_size"
 MULTI_STAGES = "triton.mix_order_reduction_allow_multi_stages"
+# A sweeping entry's largest split: Inductor's own formula caps its split at 128 (torch 2.11
+# ``_codegen_mix_order_reduction``), and its climb kept none above 256 in the end-to-end probe's four training
+# records on the H200 (it timed 512 four times; db/mix-e2e-train*.sqlite, stop 82).
+SWEEP_MAX = 256
 
 
 def lookup_table(specs, gpu: str, capability: int, sm_count: int) -> torch_rules.Table:
@@ -123,7 +128,11 @@ def split_autotuned(spec, kernel: str, timings: dict, tail: Optional[Tail] = Non
             log.info("inductor_tune: Inductor's split %s of %s could not be timed (spills or failed to compile "
                      "in its benchmark); kept (%s)", start, kernel, spec.describe())
             return start
-        chosen = original.__func__(timed, start, max(min_val or 1, floor), max_val)
+        low = max(min_val or 1, floor)
+        if spec.sweep:
+            chosen = swept(timed, start, low, min(max_val or SWEEP_MAX, SWEEP_MAX))
+        else:
+            chosen = original.__func__(timed, start, low, max_val)
         timings["kept"] = chosen
         failed = {split: why for split, why in timings.items() if isinstance(why, str)}
         if failed:
@@ -138,6 +147,14 @@ def split_autotuned(spec, kernel: str, timings: dict, tail: Optional[Tail] = Non
             yield
     finally:
         CoordescTuner.autotune_single_field = original
+
+
+def swept(timed, start: int, low: int, high: int) -> int:
+    """The fastest of ``start`` and every power of two from ``low`` to ``high`` by ``timed`` (which carries the
+    margin), ``start`` on a tie: unlike a climb, a split past one that is slower or cannot be timed is still timed."""
+    splits = [start] + [1 << k for k in range(max(low, 1).bit_length() - 1, high.bit_length())
+                        if low <= 1 << k <= high and 1 << k != start]
+    return min(splits, key=lambda split: (timed(split), split != start))
 
 
 def describe_timings(timings: dict) -> str:

@@ -241,15 +241,16 @@ def _parse_mix_autotune(entries: Any, source: str) -> tuple[MixAutotuneSpec, ...
     for i, entry in enumerate(entries):
         where = f"{source}: mix_autotune[{i}]"
         if not isinstance(entry, dict) or set(entry) - {"rows", "cols", "element_size", "multi_stages", "min_split",
-                                                         "margin", "up_only", "end_to_end", "kernels", "evidence"}:
+                                                         "margin", "up_only", "end_to_end", "sweep", "kernels",
+                                                         "evidence"}:
             raise HeuristicsError(f"{where}: must be a mapping of rows, cols, element_size, evidence and optional "
-                                  "multi_stages, min_split, margin, up_only, end_to_end and kernels")
+                                  "multi_stages, min_split, margin, up_only, end_to_end, sweep and kernels")
         rows = _span(_need(entry, "rows", where, list), f"{where}: rows")
         cols = _span(_need(entry, "cols", where, list), f"{where}: cols")
         element_size = _element_size(entry, where)
-        flags = {name: entry.get(name, False) for name in ("multi_stages", "up_only", "end_to_end")}
+        flags = {name: entry.get(name, False) for name in ("multi_stages", "up_only", "end_to_end", "sweep")}
         if not all(isinstance(value, bool) for value in flags.values()):
-            raise HeuristicsError(f"{where}: multi_stages, up_only and end_to_end must be true or false")
+            raise HeuristicsError(f"{where}: multi_stages, up_only, end_to_end and sweep must be true or false")
         min_split = entry.get("min_split")
         if min_split is not None and (type(min_split) is not int or not 1 <= min_split <= 4096
                                       or min_split & (min_split - 1)):
@@ -265,7 +266,7 @@ def _parse_mix_autotune(entries: Any, source: str) -> tuple[MixAutotuneSpec, ...
                 raise HeuristicsError(f"{where}: overlaps mix_autotune[{j}]")
         out.append(MixAutotuneSpec(rows, cols, element_size, flags["multi_stages"], min_split, margin,
                                    flags["up_only"], kernels, _parse_evidence(entry.get("evidence") or {}, where),
-                                   flags["end_to_end"]))
+                                   flags["end_to_end"], flags["sweep"]))
     return tuple(out)
 
 

@@ -188,10 +188,15 @@ class MixAutotuneSpec:
     # wrapper runs after it (``workspace.view(nsplit, rnumel).sum(dim=0)`` per weight gradient), which the
     # autotuner alone leaves out; with it, a smaller split must pay for the partial sums it leaves.
     end_to_end: bool = False
+    # Every power-of-two split from the floor to SWEEP_MAX is timed and the fastest kept, where Inductor's
+    # CoordescTuner climbs from its own split and stops at the first split no faster (or one it cannot time), so
+    # what it finds depends on where it starts.
+    sweep: bool = False
 
     def describe(self) -> str:
         stages = " with multi-stage loops" if self.multi_stages else ""
         stages += ", timed end to end" if self.end_to_end else ""
+        stages += ", every power-of-two split timed" if self.sweep else ""
         floor = f" from {self.min_split}" if self.min_split else ""
         floor += " up from Inductor's" if self.up_only else ""
         floor += f", leaving Inductor's for {100 * self.margin:.0f} % faster" if self.margin else ""
@@ -353,6 +358,8 @@ def mix_autotune_dict(spec: MixAutotuneSpec) -> dict[str, Any]:
         out["up_only"] = True
     if spec.end_to_end:
         out["end_to_end"] = True
+    if spec.sweep:
+        out["sweep"] = True
     if spec.kernels:
         out["kernels"] = [{"reductions": sig, "envelope": env} for sig, env in spec.kernels]
     out["evidence"] = _evidence_dict(spec.evidence)
