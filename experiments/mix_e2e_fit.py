@@ -40,6 +40,8 @@ def main(argv=None) -> int:
     ap.add_argument("--evidence", help="fit: validation databases of the probe, comma-separated")
     ap.add_argument("--sweep", action="store_true",
                     help="probe, fit: entries that time every power-of-two split (the records must be of such a probe)")
+    ap.add_argument("--keep", action="store_true",
+                    help="fit: keep the file's entries that no new entry overlaps (those of another probe's fit)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if os.path.exists(args.out):
@@ -74,7 +76,7 @@ def main(argv=None) -> int:
                 sys.exit(f"mix_e2e_fit: error: {db} validated {sorted(ran)}, not the "
                          f"{'sweeping' if args.sweep else 'climbing'} probe {want}")
         points = mix_e2e.points_from_rows([row for db in sources for row in figdata.validation_rows(db)])
-        fitted, lines = mix_e2e.fit(heur, points, sources, args.sweep)
+        fitted, lines = mix_e2e.fit(heur, points, sources, args.sweep, args.keep)
     except (heuristics.HeuristicsError, StoreError, ValueError, OSError) as exc:
         sys.exit(f"mix_e2e_fit: error: {exc}")
     heuristics.dump(fitted, args.out)

@@ -112,12 +112,14 @@ def points_from_rows(rows) -> list[ABPoint]:
 
 
 def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str],
-        sweep: bool = False) -> tuple[Heuristics, list[str]]:
+        sweep: bool = False, keep: bool = False) -> tuple[Heuristics, list[str]]:
     """``heur`` with one end-to-end entry per cell and element size where every problem the entry changed won
     beyond the noise floor (its earlier split-autotune entries withdrawn), and one line per cell.  An entry lists
     no kernels: unlike a launch rule's config, its choice is timed on the very kernel it governs, end to end.  The
     evidence note's words are those the scored candidate carries (its digest hashes them).  ``sweep``: the records
-    are of a sweeping probe, and so are the entries."""
+    are of a sweeping probe, and so are the entries.  ``keep``: ``heur``'s earlier entries that no new entry
+    overlaps stay (entries of another probe's fit, each earned on that probe's own records); only those it
+    overlaps are withdrawn."""
     entries, lines = [], []
     for size in sorted({p.element_size for p in points}):
         for rows, cols in cells():
@@ -139,8 +141,22 @@ def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str],
                                            margin=MARGIN, end_to_end=True, evidence=evidence, sweep=sweep))
             lines.append(f"{where}: entry: {len(inside)} problems, geomean {evidence.gain_geomean:.3f}, "
                          f"worst {evidence.gain_min:.3f}")
-    withdrawn = [mix_autotune_dict(e) for e in heur.mix_autotune]
-    provenance = dict(heur.provenance, mix_e2e_evidence=list(sources))
+    def overlaps(old: MixAutotuneSpec) -> bool:
+        return any(new.element_size == old.element_size and _spans_overlap(new.rows, old.rows)
+                   and _spans_overlap(new.cols, old.cols) for new in entries)
+
+    kept = [e for e in heur.mix_autotune if keep and not overlaps(e)]
+    withdrawn = [mix_autotune_dict(e) for e in heur.mix_autotune if e not in kept]
+    provenance = dict(heur.provenance)
+    if kept:
+        # The evidence of the entries kept stays named beside the new records.
+        provenance["mix_e2e_evidence_kept"] = list(heur.provenance.get("mix_e2e_evidence", ()))
+    provenance["mix_e2e_evidence"] = list(sources)
     if withdrawn:
         provenance["mix_autotune_withdrawn"] = withdrawn
-    return dataclasses.replace(heur, mix_autotune=tuple(entries), provenance=provenance), lines
+    lines += [f"kept: {e.describe()}" for e in kept]
+    return dataclasses.replace(heur, mix_autotune=tuple(kept) + tuple(entries), provenance=provenance), lines
+
+
+def _spans_overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
