@@ -147,6 +147,8 @@ def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str],
 
     kept = [e for e in heur.mix_autotune if keep and not overlaps(e)]
     withdrawn = [mix_autotune_dict(e) for e in heur.mix_autotune if e not in kept]
+    if keep:  # the entries kept came with a record of what their own fit withdrew
+        withdrawn = list(heur.provenance.get("mix_autotune_withdrawn", ())) + withdrawn
     provenance = dict(heur.provenance)
     if kept:
         # The evidence of the entries kept stays named beside the new records.

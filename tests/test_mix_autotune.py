@@ -50,6 +50,7 @@ def test_files_without_entries_keep_their_digests_and_entries_round_trip(tmp_pat
     ({"margin": "5%"}, "fraction from 0 to 1"),
     ({"up_only": "yes"}, "true or false"),
     ({"end_to_end": 1}, "true or false"),
+    ({"sweep": "yes"}, "true or false"),
     ({"split": 64}, "mapping of rows, cols, element_size"),
     ({"kernels": [{"reductions": "sum;import os", "envelope": "x"}]}, "non-empty list of"),
 ])
@@ -193,6 +194,32 @@ def test_an_end_to_end_entry_round_trips_and_changes_the_digest(tmp_path, base):
     plain = dataclasses.replace(base, mix_autotune=(ENTRY,))
     back = heuristics.load(fx.write_heuristics(tmp_path, dataclasses.replace(base, mix_autotune=(end_to_end,))))
     assert back.mix_autotune == (end_to_end,) and back.digest() != plain.digest()
+
+
+def test_a_sweeping_entry_times_every_split_past_one_that_is_slower_or_cannot_be_timed():
+    # From Inductor's 32 the climb sees 16 slower and 64 spill (inf) and stops; 128 is the fastest.
+    times = {8: 2.4, 16: 2.2, 32: 2.0, 64: math.inf, 128: 1.5, 256: 1.8, 512: 0.1}
+    climbing = dataclasses.replace(MixAutotuneSpec((1, 2), (1, 2), 2), end_to_end=True, margin=0.02)
+    assert _autotune(climbing, times)[0] == 32
+    sweeping = dataclasses.replace(climbing, sweep=True)
+    kept, asked, noted = _autotune(sweeping, times)
+    # Each power of two from Inductor's floor (8) to SWEEP_MAX once, Inductor's own first; none past SWEEP_MAX.
+    assert kept == 128 and asked == [32, 8, 16, 64, 128, 256] and noted["kept"] == 128
+    assert "every power-of-two split timed" in sweeping.describe() and "every" not in climbing.describe()
+    # Leaving Inductor's split still needs the margin, and the floor and direction still hold.
+    assert _autotune(sweeping, {**times, 128: 1.99, 256: 2.5})[0] == 32
+    assert _autotune(dataclasses.replace(sweeping, up_only=True), {**times, 128: 2.5, 8: 1.0})[1] == [32, 64, 128, 256]
+    # A split that fails is never kept, and Inductor's own split that cannot be timed is kept, as when climbing.
+    assert _autotune(sweeping, {**times, 128: "out of resource"})[0] == 256
+    assert _autotune(sweeping, {**times, 32: math.inf})[:2] == (32, [32])
+
+
+def test_a_sweeping_entry_round_trips_and_changes_the_digest(tmp_path, base):
+    climbing = dataclasses.replace(ENTRY, end_to_end=True)
+    sweeping = dataclasses.replace(climbing, sweep=True)
+    back = heuristics.load(fx.write_heuristics(tmp_path, dataclasses.replace(base, mix_autotune=(sweeping,))))
+    assert back.mix_autotune == (sweeping,)
+    assert back.digest() != dataclasses.replace(base, mix_autotune=(climbing,)).digest()
 
 
 def test_the_hook_reads_the_tail_from_the_fused_nodes_on_this_torch():

@@ -18,6 +18,7 @@ SHIPPED = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
 S78 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s78.yaml")  # 7a705457, shipped at stops 79-81
 S79 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s79.yaml")
 S82 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s82.yaml")
+S83 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s83.yaml")
 SCRIPT = os.path.join(fx.ROOT, "experiments", "mix_e2e_fit.py")
 
 
@@ -104,12 +105,18 @@ def test_a_cell_earns_an_entry_only_where_every_changed_problem_won(shipped):
     assert mix_e2e.fit(shipped, _points([1.10, 1.20]), [])[0].mix_autotune == ()  # too few problems
 
 
-def _fit_from_s78(tmp_path, records):
-    """The end-to-end fit of 7a705457 and these mix-e2e records, as the script writes it, and its output."""
+def _run_fit(tmp_path, base, records, *flags):
+    """The script's end-to-end fit of ``base`` and these mix-e2e records: (its process, the file's path)."""
     out = tmp_path / "fit.yaml"
     evidence = ",".join(f"db/mix-e2e-{name}.sqlite" for name in records)
-    proc = subprocess.run([sys.executable, SCRIPT, "fit", S78, "--evidence", evidence, "--out", str(out)],
+    proc = subprocess.run([sys.executable, SCRIPT, "fit", base, *flags, "--evidence", evidence, "--out", str(out)],
                           capture_output=True, text=True, cwd=fx.ROOT)
+    return proc, out
+
+
+def _fit_from_s78(tmp_path, records):
+    """The end-to-end fit of 7a705457 and these mix-e2e records, as the script writes it, and its output."""
+    proc, out = _run_fit(tmp_path, S78, records)
     assert proc.returncode == 0, proc.stderr
     return heuristics.load(str(out)), proc.stdout
 
@@ -147,6 +154,44 @@ def test_the_shipped_file_is_the_fit_of_its_six_records(tmp_path):
     assert _an_entry_reaches_the_fused_backwards_of(fitted, "gpt2-768-t32768")
     # rows 4096..16384 N 257..512 lost at the third draw, and that loss keeps Inductor's split there.
     assert "2B rows 4096..16384 N 257..512: Inductor's split kept: 3 lost beyond noise" in stdout
+
+
+SWEEP_RECORDS = ("sweep-train", "sweep-train2", "sweep-train3", "sweep-train4")
+
+
+def test_the_s83_candidate_is_the_shipped_file_and_the_sweeping_fit_of_its_four_records(tmp_path):
+    # experiments/candidates/h200-s83.yaml (held-out set 72 PASS) keeps e75e39bd's two climbing entries and adds the
+    # sweeping probe's entries of training draws 1-4 where they overlap none of them (docs/rules.md, "Stop 83").
+    proc, out = _run_fit(tmp_path, SHIPPED, SWEEP_RECORDS, "--sweep", "--keep")
+    assert proc.returncode == 0, proc.stderr
+    fitted, shipped_file = heuristics.load(str(out)), heuristics.load(SHIPPED)
+    assert fitted.digest() == heuristics.load(S83).digest() == "86f2b08c64dd75d0"
+    assert fitted.mix_autotune[:2] == shipped_file.mix_autotune
+    assert [(e.rows, e.cols, e.sweep) for e in fitted.mix_autotune[2:]] == [
+        ((16722, 59411), (1044, 1963), True), ((81595, 258589), (262, 501), True),
+        ((68163, 146317), (2217, 4096), True)]
+    assert fitted.provenance["mix_e2e_evidence_kept"] == shipped_file.provenance["mix_e2e_evidence"]
+    # Without --keep the climbing entries are withdrawn.
+    (tmp_path / "fit.yaml").unlink()
+    proc, out = _run_fit(tmp_path, SHIPPED, SWEEP_RECORDS, "--sweep")
+    assert proc.returncode == 0 and len(heuristics.load(str(out)).mix_autotune) == 3
+
+
+def test_a_fit_refuses_records_of_the_other_probe(tmp_path):
+    for records, flags, want in ((("train",), ("--sweep",), "not the sweeping probe"),
+                                 (("sweep-train",), (), "not the climbing probe")):
+        proc, out = _run_fit(tmp_path, S78, records, *flags)
+        assert proc.returncode != 0 and want in proc.stderr and not out.exists()
+
+
+def test_a_kept_entry_is_withdrawn_where_a_new_entry_overlaps_it(shipped):
+    base = heuristics.load(S82)  # two entries: rows 16467..62535 x N 262..463 and 16843..60458 x 519..1005
+    points = [ABPoint("rmsnorm_bwd", 20000 + i, 300 + i, 1.2, 0.015) for i in range(3)]
+    fitted, lines = mix_e2e.fit(base, points, ["new.sqlite"], sweep=True, keep=True)
+    assert [e.cols for e in fitted.mix_autotune] == [(519, 1005), (300, 302)]
+    withdrawn = fitted.provenance["mix_autotune_withdrawn"]
+    assert withdrawn[:-1] == base.provenance["mix_autotune_withdrawn"] and withdrawn[-1]["cols"] == [262, 463]
+    assert fitted.mix_autotune[1].sweep and any(line.startswith("kept: ") for line in lines)
 
 
 def test_the_script_refuses_an_existing_output_and_a_draw_without_a_seed(tmp_path):
