@@ -94,11 +94,14 @@ def gpt2_spec(hidden: int, batch: int = 8, seq: int = 1024, suffix: str = "") ->
 # entry of stop 79's fit (rows 16564..65511, N 4939..7933), which no step of 8192 tokens or fewer reaches.
 # GPT-2 small at 32768 tokens has fused mix-order LayerNorm backwards (32768 x 768) inside stop 82's entry of rows
 # 16843..60458, N 519..1005: a whole model step where an end-to-end entry chooses the split.
+# GPT-2 large's width, 1280, at 32768 tokens has them (32768 x 1280) inside stop 83's sweeping entry of rows
+# 16722..59411, N 1044..1963, which no other step reaches.
 CATALOG: dict[str, ModelSpec] = {s.name: s for s in (
     llama_spec(2048), llama_spec(4096, intermediate=14336), llama_spec(8192), gpt2_spec(1024), gpt2_spec(2048),
     llama_spec(2048, batch=1, suffix="-t2048"), gpt2_spec(1024, batch=2, suffix="-t2048"),
     gpt2_spec(768, batch=1, seq=400, suffix="-t400"),
     llama_spec(5120, batch=16, seq=2048, suffix="-t32768"), gpt2_spec(768, batch=32, seq=1024, suffix="-t32768"),
+    gpt2_spec(1280, batch=32, seq=1024, suffix="-t32768"),
 )}
 
 

@@ -257,6 +257,36 @@ def test_an_end_to_end_entry_times_each_split_with_the_reduction_of_its_partial_
     assert original(tail, 8, {}) > original(tail, 128, {}) > 0  # more partial sums take longer to reduce
 
 
+def test_a_sweeping_entry_times_every_power_of_two_split_and_keeps_the_result_right():
+    """A ``sweep`` entry at the LayerNorm backward of the test above: every power-of-two split from Inductor's floor
+    (8) to SWEEP_MAX is timed end to end in the real compile, the split kept is one of them, and the result is
+    right."""
+    import re
+
+    from inductor_tune import evaluate, heuristics
+    from inductor_tune.evaluate import CompiledCall, Problem, ProblemState
+    from inductor_tune.kernels import TOLERANCES, Shape
+    from inductor_tune.runtime import mix_autotune
+
+    props = torch.cuda.get_device_properties(0)
+    gpu = heuristics.GpuSpec(props.name, "test", f"{props.major}.{props.minor}", props.multi_processor_count, "", "")
+    entry = heuristics.MixAutotuneSpec((8192, 65536), (1024, 8192), 2, margin=0.02, end_to_end=True, sweep=True)
+    state = ProblemState(Problem("layernorm_bwd", Shape(12288, 2048), "bf16"))
+    mark = len(heuristics.applied_rules())
+    with heuristics.install(heuristics.Heuristics(gpu, (), mix_autotune=(entry,))) as handle:
+        assert handle.active, handle.reason
+        call = CompiledCall(state.problem, state.inputs, state.grad_output)
+        call.compile()
+        result = call.run_eager()
+    assert evaluate.reference_error(state.problem, state.inputs, state.grad_output, result) <= TOLERANCES["bf16"]
+    (applied,) = heuristics.applied_rules()[mark:]
+    assert "every power-of-two split timed" in applied, applied
+    kept = int(re.search(r"split (\d+) kept", applied).group(1))
+    timed = {int(split) for split in re.findall(r"(\d+):", applied.split("ms by split: ")[1])}
+    sweep = {1 << k for k in range(3, mix_autotune.SWEEP_MAX.bit_length())}
+    assert sweep <= timed and kept in timed, applied
+
+
 def mix_order_kernels(choice: list[dict]) -> list[dict]:
     return [c for c in choice if "RSPLIT_SIZE" in (c.get("config") or {})]
 

@@ -171,6 +171,9 @@ def test_the_s83_candidate_is_the_shipped_file_and_the_sweeping_fit_of_its_four_
         ((16722, 59411), (1044, 1963), True), ((81595, 258589), (262, 501), True),
         ((68163, 146317), (2217, 4096), True)]
     assert fitted.provenance["mix_e2e_evidence_kept"] == shipped_file.provenance["mix_e2e_evidence"]
+    # The model step its sweeping entries reach: GPT-2 large's width at 32768 tokens (its LayerNorm backwards).
+    assert _an_entry_reaches_the_fused_backwards_of(dataclasses.replace(fitted, mix_autotune=fitted.mix_autotune[2:]),
+                                                    "gpt2-1280-t32768")
     # Without --keep the climbing entries are withdrawn.
     (tmp_path / "fit.yaml").unlink()
     proc, out = _run_fit(tmp_path, SHIPPED, SWEEP_RECORDS, "--sweep")

@@ -25,10 +25,10 @@ TINY = {
 def test_catalog_names_and_configs():
     assert list(models.CATALOG) == ["llama-2048", "llama-4096", "llama-8192", "gpt2-1024", "gpt2-2048",
                                     "llama-2048-t2048", "gpt2-1024-t2048", "gpt2-768-t400", "llama-5120-t32768",
-                                    "gpt2-768-t32768"]
+                                    "gpt2-768-t32768", "gpt2-1280-t32768"]
     assert [models.CATALOG[n].tokens for n in ("llama-2048-t2048", "gpt2-1024-t2048", "gpt2-768-t400",
-                                               "llama-5120-t32768", "gpt2-768-t32768")] == \
-        [2048, 2048, 400, 32768, 32768]
+                                               "llama-5120-t32768", "gpt2-768-t32768", "gpt2-1280-t32768")] == \
+        [2048, 2048, 400, 32768, 32768, 32768]
     llama = models.CATALOG["llama-4096"]
     assert (llama.family, llama.hidden, llama.intermediate, llama.heads, llama.kv_heads, llama.layers) == \
         ("llama", 4096, 14336, 32, 8, 2)
