@@ -68,7 +68,7 @@ def main(argv=None) -> int:
         if not args.evidence:
             sys.exit("mix_e2e_fit: error: fit needs --evidence")
         sources = args.evidence.split(",")
-        # A greedy probe's records must not fit sweeping entries, nor the other way round.
+        # A climbing probe's records must not fit sweeping entries, nor the other way round.
         want = mix_e2e.probe(heur, args.sweep).digest()[:8]
         for db in sources:
             ran = {run.digest[:8] for run in figdata.validation_runs(db)}

@@ -141,6 +141,7 @@ def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str],
                                            margin=MARGIN, end_to_end=True, evidence=evidence, sweep=sweep))
             lines.append(f"{where}: entry: {len(inside)} problems, geomean {evidence.gain_geomean:.3f}, "
                          f"worst {evidence.gain_min:.3f}")
+
     def overlaps(old: MixAutotuneSpec) -> bool:
         return any(new.element_size == old.element_size and _spans_overlap(new.rows, old.rows)
                    and _spans_overlap(new.cols, old.cols) for new in entries)

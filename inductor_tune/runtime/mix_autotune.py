@@ -30,9 +30,9 @@ log = logging.getLogger(__name__)
 
 AUTOTUNE_SPLIT = "triton.mix_order_reduction_autotune_split_size"
 MULTI_STAGES = "triton.mix_order_reduction_allow_multi_stages"
-# A sweeping entry's largest split: Inductor's own formula caps its split at 128 (torch 2.11
-# ``_codegen_mix_order_reduction``), and its climb kept none above 256 in the end-to-end probe's four training
-# records on the H200 (it timed 512 four times; db/mix-e2e-train*.sqlite, stop 82).
+# A sweeping entry's largest split: Inductor caps the split it picks at 128 (``_pick_split_size`` in
+# ``SIMDScheduling._codegen_mix_order_reduction``, torch 2.13), and its climb kept none above 256 in the end-to-end
+# probe's four training records on the H200 (it timed 512 four times; db/mix-e2e-train*.sqlite, stops 79 and 82).
 SWEEP_MAX = 256
 
 
