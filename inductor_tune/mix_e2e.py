@@ -24,6 +24,7 @@ import math
 import random
 from typing import Container, Sequence
 
+from .runtime.rulefile import _overlap
 from .runtime.rules import Evidence, Heuristics, MixAutotuneSpec, mix_autotune_dict
 from .stats import geomean
 from .unsplit import ABPoint, _octaves, cell_verdict, touched_points
@@ -143,8 +144,8 @@ def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str],
                          f"worst {evidence.gain_min:.3f}")
 
     def overlaps(old: MixAutotuneSpec) -> bool:
-        return any(new.element_size == old.element_size and _spans_overlap(new.rows, old.rows)
-                   and _spans_overlap(new.cols, old.cols) for new in entries)
+        return any(new.element_size == old.element_size and _overlap(new.rows, old.rows)
+                   and _overlap(new.cols, old.cols) for new in entries)
 
     kept = [e for e in heur.mix_autotune if keep and not overlaps(e)]
     withdrawn = [mix_autotune_dict(e) for e in heur.mix_autotune if e not in kept]
@@ -159,7 +160,3 @@ def fit(heur: Heuristics, points: Sequence[ABPoint], sources: Sequence[str],
         provenance["mix_autotune_withdrawn"] = withdrawn
     lines += [f"kept: {e.describe()}" for e in kept]
     return dataclasses.replace(heur, mix_autotune=tuple(kept) + tuple(entries), provenance=provenance), lines
-
-
-def _spans_overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]

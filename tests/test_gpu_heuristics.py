@@ -222,26 +222,16 @@ def test_an_entry_that_keeps_inductors_split_compiles_inductors_program():
     assert validate.same_program(data), (default_choice, rules_choice)
 
 
-def test_an_end_to_end_entry_times_each_split_with_the_reduction_of_its_partial_sums(monkeypatch):
-    """An ``end_to_end`` entry at a LayerNorm backward (two weight gradients, so two workspaces of partial sums):
-    each split Inductor times carries the time of reducing ceil(rows / split) partial sums per gradient, the
-    compile keeps a split that works and the result is right. Its shape is its own (see the test above)."""
+def _entry_applied_at_a_layernorm_backward(entry) -> str:
+    """Compile and run ``layernorm_bwd`` 12288x2048 bf16 with ``entry`` alone installed, check the result, and
+    return the one applied-rule line the entry left."""
     from inductor_tune import evaluate, heuristics
     from inductor_tune.evaluate import CompiledCall, Problem, ProblemState
     from inductor_tune.kernels import TOLERANCES, Shape
-    from inductor_tune.runtime import mix_autotune
 
     props = torch.cuda.get_device_properties(0)
     gpu = heuristics.GpuSpec(props.name, "test", f"{props.major}.{props.minor}", props.multi_processor_count, "", "")
-    entry = heuristics.MixAutotuneSpec((8192, 65536), (1024, 8192), 2, margin=0.02, end_to_end=True)
     state = ProblemState(Problem("layernorm_bwd", Shape(12288, 2048), "bf16"))
-    tails, original = [], mix_autotune.Tail.ms
-
-    def noted(tail, split, cache):
-        tails.append((tail, split))
-        return original(tail, split, cache)
-
-    monkeypatch.setattr(mix_autotune.Tail, "ms", noted)
     mark = len(heuristics.applied_rules())
     with heuristics.install(heuristics.Heuristics(gpu, (), mix_autotune=(entry,))) as handle:
         assert handle.active, handle.reason
@@ -250,6 +240,25 @@ def test_an_end_to_end_entry_times_each_split_with_the_reduction_of_its_partial_
         result = call.run_eager()
     assert evaluate.reference_error(state.problem, state.inputs, state.grad_output, result) <= TOLERANCES["bf16"]
     (applied,) = heuristics.applied_rules()[mark:]
+    return applied
+
+
+def test_an_end_to_end_entry_times_each_split_with_the_reduction_of_its_partial_sums(monkeypatch):
+    """An ``end_to_end`` entry at a LayerNorm backward (two weight gradients, so two workspaces of partial sums):
+    each split Inductor times carries the time of reducing ceil(rows / split) partial sums per gradient, the
+    compile keeps a split that works and the result is right. Its shape is its own (see the test above)."""
+    from inductor_tune import heuristics
+    from inductor_tune.runtime import mix_autotune
+
+    entry = heuristics.MixAutotuneSpec((8192, 65536), (1024, 8192), 2, margin=0.02, end_to_end=True)
+    tails, original = [], mix_autotune.Tail.ms
+
+    def noted(tail, split, cache):
+        tails.append((tail, split))
+        return original(tail, split, cache)
+
+    monkeypatch.setattr(mix_autotune.Tail, "ms", noted)
+    applied = _entry_applied_at_a_layernorm_backward(entry)
     assert "timed end to end" in applied and " kept (ms by split: " in applied, applied
     assert len({split for _, split in tails}) >= 2, tails
     tail = tails[0][0]
@@ -263,23 +272,11 @@ def test_a_sweeping_entry_times_every_power_of_two_split_and_keeps_the_result_ri
     right."""
     import re
 
-    from inductor_tune import evaluate, heuristics
-    from inductor_tune.evaluate import CompiledCall, Problem, ProblemState
-    from inductor_tune.kernels import TOLERANCES, Shape
+    from inductor_tune import heuristics
     from inductor_tune.runtime import mix_autotune
 
-    props = torch.cuda.get_device_properties(0)
-    gpu = heuristics.GpuSpec(props.name, "test", f"{props.major}.{props.minor}", props.multi_processor_count, "", "")
     entry = heuristics.MixAutotuneSpec((8192, 65536), (1024, 8192), 2, margin=0.02, end_to_end=True, sweep=True)
-    state = ProblemState(Problem("layernorm_bwd", Shape(12288, 2048), "bf16"))
-    mark = len(heuristics.applied_rules())
-    with heuristics.install(heuristics.Heuristics(gpu, (), mix_autotune=(entry,))) as handle:
-        assert handle.active, handle.reason
-        call = CompiledCall(state.problem, state.inputs, state.grad_output)
-        call.compile()
-        result = call.run_eager()
-    assert evaluate.reference_error(state.problem, state.inputs, state.grad_output, result) <= TOLERANCES["bf16"]
-    (applied,) = heuristics.applied_rules()[mark:]
+    applied = _entry_applied_at_a_layernorm_backward(entry)
     assert "every power-of-two split timed" in applied, applied
     kept = int(re.search(r"split (\d+) kept", applied).group(1))
     timed = {int(split) for split in re.findall(r"(\d+):", applied.split("ms by split: ")[1])}
