@@ -8,12 +8,19 @@ stratified training draw, and the fit of entries from the probe's A/B.
       --rounds 3 --storage sqlite:///db/mix-e2e-train.sqlite
   python3 experiments/mix_e2e_fit.py fit heuristics/h200.yaml --evidence db/mix-e2e-train.sqlite --out CANDIDATE.yaml
 
+A fresh compile of training problems: ``retime`` keeps the draws' problems that a file's sweeping entries reach (a
+second timing of them in new compiles, which the fit reads as one more record):
+
+  python3 experiments/mix_e2e_fit.py retime heuristics/h200.yaml \\
+      --draws experiments/mix_e2e/train-draw.json,experiments/mix_e2e/train2-draw.json --out RETIME-draw.json
+
 The draw refuses every problem of a held-out draw (experiments/heldout/); the fit reads nothing but the probe's
 records, and a cell earns an entry only where every problem the entry changed, in every record, won beyond the
 noise floor.
 """
 
 import argparse
+import dataclasses
 import glob
 import os
 import pathlib
@@ -33,10 +40,11 @@ def held_out_problems() -> set:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=("probe", "draw", "fit"))
+    ap.add_argument("action", choices=("probe", "draw", "fit", "retime"))
     ap.add_argument("heuristics", nargs="?", help="probe, fit: the file whose GPU (probe) or rules (fit) to keep")
     ap.add_argument("--per-cell", type=int, default=6)
     ap.add_argument("--seed", type=int)
+    ap.add_argument("--draws", help="retime: training draws whose problems to keep, comma-separated")
     ap.add_argument("--evidence", help="fit: validation databases of the probe, comma-separated")
     ap.add_argument("--sweep", action="store_true",
                     help="probe, fit: entries that time every power-of-two split (the records must be of such a probe)")
@@ -61,6 +69,19 @@ def main(argv=None) -> int:
                   f"{len(mix_e2e.cells())} cells, none of a held-out draw")
             return 0
         heur = heuristics.load(args.heuristics)
+        if args.action == "retime":
+            if not args.draws:
+                sys.exit("mix_e2e_fit: error: retime needs --draws")
+            draws = [Draw.from_json(pathlib.Path(d).read_text()) for d in args.draws.split(",")]
+            problems = mix_e2e.reached_by_sweeps(heur, [p for d in draws for p in d.problems], held_out_problems())
+            if not problems:
+                sys.exit(f"mix_e2e_fit: error: no problem of the draws lies inside a sweeping entry of {args.heuristics}")
+            draw = dataclasses.replace(draws[0], n=len(problems), problems=tuple(problems))
+            with open(args.out, "x") as f:
+                f.write(draw.to_json() + "\n")
+            print(f"wrote {args.out}: {len(problems)} problems of {len(draws)} draws inside "
+                  f"{sum(e.sweep for e in heur.mix_autotune)} sweeping entries")
+            return 0
         if args.action == "probe":
             heuristics.dump(mix_e2e.probe(heur, args.sweep), args.out)
             print(f"wrote {args.out}")

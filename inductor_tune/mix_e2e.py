@@ -105,6 +105,24 @@ def stratified_problems(per_cell: int, seed: int, kernels: Sequence[str], held: 
     return problems
 
 
+def reached_by_sweeps(heur: Heuristics, problems: Sequence[tuple], held: Container[tuple]) -> list[tuple]:
+    """The fused ``problems`` (kernel, rows, cols, dtype) that a sweeping entry of ``heur`` reaches, each once, none of
+    ``held``: training problems to time again in fresh compiles, so that an entry's cells are read in one more
+    record than the fit had."""
+    from .shapes import ELEMENT_SIZES as BY_DTYPE
+
+    out = []
+    for p in problems:
+        p = tuple(p)
+        _, rows, cols, dtype = p
+        if p in held or p in out or not fused(rows, cols):
+            continue
+        if any(e.sweep and e.element_size == BY_DTYPE[dtype] and e.rows[0] <= rows <= e.rows[1]
+               and e.cols[0] <= cols <= e.cols[1] for e in heur.mix_autotune):
+            out.append(p)
+    return out
+
+
 def points_from_rows(rows) -> list[ABPoint]:
     """ABPoints from ``validate.ValidationRow``s of a probe run: the fused problems where the entry moved the split.
     Where the autotuner kept Inductor's split, the compile is Inductor's own program (``same_program``), which can

@@ -4,8 +4,9 @@ cd6c1b3d (shipped at stop 75) is the fit list experiments/fits/h200-s72.txt (fil
 column rules of the three training A/Bs of experiments/unsplit/probe-outer.yaml, which fit.sh reads from LIST.outer.
 c3c6844b (shipped at stops 76-78, experiments/candidates/h200-s76-nocolumn.yaml) is cd6c1b3d with those column rules
 withdrawn (`unsplit_fit.py withdraw --outer`, stop 76); 7a705457 (shipped at stops 79-81) is c3c6844b with the
-every-win column fit of tests/test_unsplit.py, and the shipped e75e39bd (since stop 82) is 7a705457 with the end-to-end
-split-autotune entries of tests/test_mix_e2e.py in place of its earlier ones. A refit is only comparable with them
+every-win column fit of tests/test_unsplit.py, e75e39bd (stops 82-83) is 7a705457 with the end-to-end
+split-autotune entries of tests/test_mix_e2e.py in place of its earlier ones, and the shipped 86f2b08c (since stop 84)
+is e75e39bd with three sweeping entries added. A refit is only comparable with them
 where the same script and databases still give their digests."""
 
 import os

@@ -17,7 +17,7 @@ from inductor_tune.unsplit import ABPoint
 SHIPPED = os.path.join(fx.ROOT, "heuristics", "h200.yaml")
 S78 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s78.yaml")  # 7a705457, shipped at stops 79-81
 S79 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s79.yaml")
-S82 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s82.yaml")
+S82 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s82.yaml")  # e75e39bd, shipped at stops 82-83
 S83 = os.path.join(fx.ROOT, "experiments", "candidates", "h200-s83.yaml")
 SCRIPT = os.path.join(fx.ROOT, "experiments", "mix_e2e_fit.py")
 
@@ -141,12 +141,12 @@ def test_the_s79_candidate_is_the_fit_of_its_three_records(tmp_path):
     assert "2B rows 4096..16384 N 257..512: Inductor's split kept: 1 lost beyond noise" in stdout
 
 
-def test_the_shipped_file_is_the_fit_of_its_six_records(tmp_path):
-    # heuristics/h200.yaml (since stop 82; held-out set 71 PASS, all 23 GPU tests) comes from 7a705457 and the
+def test_e75e39bd_is_the_fit_of_its_six_records(tmp_path):
+    # e75e39bd (shipped at stops 82-83; held-out set 71 PASS, all 23 GPU tests) comes from 7a705457 and the
     # probe's four training draws and fresh compiles of draws 1 and 2 (the second 107 of 108 problems; docs/rules.md,
     # "Stop 82"). The third and fourth draws ran with the runtime keeping Inductor's split where it cannot be timed.
     fitted, stdout = _fit_from_s78(tmp_path, ("train", "train2", "retime", "train3", "retime2", "train4"))
-    assert fitted.digest() == heuristics.load(S82).digest() == heuristics.load(SHIPPED).digest() == "e75e39bdb865c7f9"
+    assert fitted.digest() == heuristics.load(S82).digest() == "e75e39bdb865c7f9"
     assert [(e.rows, e.cols) for e in fitted.mix_autotune] == [((16467, 62535), (262, 463)),
                                                                 ((16843, 60458), (519, 1005))]
     assert fitted.rules == heuristics.load(S78).rules
@@ -159,24 +159,25 @@ def test_the_shipped_file_is_the_fit_of_its_six_records(tmp_path):
 SWEEP_RECORDS = ("sweep-train", "sweep-train2", "sweep-train3", "sweep-train4")
 
 
-def test_the_s83_candidate_is_the_shipped_file_and_the_sweeping_fit_of_its_four_records(tmp_path):
-    # experiments/candidates/h200-s83.yaml (held-out set 72 PASS) keeps e75e39bd's two climbing entries and adds the
-    # sweeping probe's entries of training draws 1-4 where they overlap none of them (docs/rules.md, "Stop 83").
-    proc, out = _run_fit(tmp_path, SHIPPED, SWEEP_RECORDS, "--sweep", "--keep")
+def test_the_shipped_file_is_e75e39bd_plus_the_sweeping_fit_of_its_four_records(tmp_path):
+    # heuristics/h200.yaml (since stop 84; experiments/candidates/h200-s83.yaml, held-out set 72 PASS, all 25 GPU
+    # tests and its gpt2-1280-t32768 step) keeps e75e39bd's two climbing entries and adds the sweeping probe's entries
+    # of training draws 1-4 where they overlap none of them (docs/rules.md, "Stop 83", "Stop 84").
+    proc, out = _run_fit(tmp_path, S82, SWEEP_RECORDS, "--sweep", "--keep")
     assert proc.returncode == 0, proc.stderr
-    fitted, shipped_file = heuristics.load(str(out)), heuristics.load(SHIPPED)
-    assert fitted.digest() == heuristics.load(S83).digest() == "86f2b08c64dd75d0"
-    assert fitted.mix_autotune[:2] == shipped_file.mix_autotune
+    fitted, e75e39bd = heuristics.load(str(out)), heuristics.load(S82)
+    assert fitted.digest() == heuristics.load(S83).digest() == heuristics.load(SHIPPED).digest() == "86f2b08c64dd75d0"
+    assert fitted.mix_autotune[:2] == e75e39bd.mix_autotune
     assert [(e.rows, e.cols, e.sweep) for e in fitted.mix_autotune[2:]] == [
         ((16722, 59411), (1044, 1963), True), ((81595, 258589), (262, 501), True),
         ((68163, 146317), (2217, 4096), True)]
-    assert fitted.provenance["mix_e2e_evidence_kept"] == shipped_file.provenance["mix_e2e_evidence"]
+    assert fitted.provenance["mix_e2e_evidence_kept"] == e75e39bd.provenance["mix_e2e_evidence"]
     # The model step its sweeping entries reach: GPT-2 large's width at 32768 tokens (its LayerNorm backwards).
     assert _an_entry_reaches_the_fused_backwards_of(dataclasses.replace(fitted, mix_autotune=fitted.mix_autotune[2:]),
                                                     "gpt2-1280-t32768")
     # Without --keep the climbing entries are withdrawn.
     (tmp_path / "fit.yaml").unlink()
-    proc, out = _run_fit(tmp_path, SHIPPED, SWEEP_RECORDS, "--sweep")
+    proc, out = _run_fit(tmp_path, S82, SWEEP_RECORDS, "--sweep")
     assert proc.returncode == 0 and len(heuristics.load(str(out)).mix_autotune) == 3
 
 
@@ -212,3 +213,30 @@ def test_entries_with_and_without_end_to_end_do_not_share_a_digest(shipped):
     entry = mix_e2e.probe(shipped).mix_autotune[0]
     plain = dataclasses.replace(shipped, mix_autotune=(dataclasses.replace(entry, end_to_end=False),))
     assert dataclasses.replace(shipped, mix_autotune=(entry,)).digest() != plain.digest()
+
+
+def test_retime_keeps_the_draws_problems_a_sweeping_entry_reaches_and_no_held_out_one(tmp_path):
+    sweeping = dataclasses.replace(heuristics.load(S82), mix_autotune=(
+        dataclasses.replace(heuristics.load(S82).mix_autotune[0], rows=(16000, 20000), cols=(300, 400), sweep=True),
+        dataclasses.replace(heuristics.load(S82).mix_autotune[1], rows=(16000, 20000), cols=(500, 600))))
+    draw = [("rmsnorm_bwd", 17000, 350, "bf16"),  # inside the sweeping entry
+            ("rmsnorm_bwd", 17000, 350, "bf16"),  # again: kept once
+            ("rmsnorm_bwd", 17000, 350, "fp32"),  # inside its span, of another element size
+            ("nn_rmsnorm_bwd", 18000, 360, "bf16"),  # held out
+            ("rmsnorm_bwd", 17000, 550, "bf16"),  # inside the climbing entry only
+            ("rmsnorm_bwd", 21000, 350, "bf16")]  # past the sweeping entry's rows
+    held = {("nn_rmsnorm_bwd", 18000, 360, "bf16")}
+    assert mix_e2e.reached_by_sweeps(sweeping, draw, held) == [("rmsnorm_bwd", 17000, 350, "bf16")]
+    # The committed retime draw of the shipped file: every problem inside one of its three sweeping entries.
+    from inductor_tune.gate import Draw
+
+    shipped = heuristics.load(SHIPPED)
+    retime = Draw.from_json(open(os.path.join(fx.ROOT, "experiments", "mix_e2e", "retime-s84-draw.json")).read())
+    assert retime.n == len(retime.problems) == len(set(retime.problems)) > 0
+    assert mix_e2e.reached_by_sweeps(shipped, retime.problems, set()) == [tuple(p) for p in retime.problems]
+    # A file without a sweeping entry has nothing to retime, and the script says so without writing.
+    out = tmp_path / "retime.json"
+    proc = subprocess.run([sys.executable, SCRIPT, "retime", S82, "--draws",
+                           os.path.join(fx.ROOT, "experiments", "mix_e2e", "train-draw.json"), "--out", str(out)],
+                          capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode != 0 and "no problem of the draws" in proc.stderr and not out.exists()
