@@ -22,7 +22,7 @@ def _run(tmp_path, **env):
     (work / "experiments" / "heldout" / "set69-draw.json").write_text("{}")
     (work / "experiments" / "heldout" / "column-s78-draw.json").write_text("{}")
     out.mkdir()
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     fake = bin_dir / "python3"
     fake.write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path / 'calls.txt'}\n")
     fake.chmod(0o755)
@@ -57,3 +57,21 @@ def test_a_missing_draw_or_an_unknown_part_stops_before_the_device_runs_anything
     done, calls = _run(tmp_path, **env)
     assert done.returncode == 2 and done.stderr.strip() == message and calls == []
     assert not os.path.exists(tmp_path / "out" / "log")
+
+
+@pytest.mark.parametrize("gpu, runs", [("NVIDIA H100 80GB HBM3", False), ("NVIDIA H200", True)])
+def test_nothing_runs_on_a_gpu_the_candidate_is_not_for(tmp_path, gpu, runs):
+    (tmp_path / "work" / "cand.yaml").parent.mkdir(parents=True)
+    (tmp_path / "work" / "cand.yaml").write_text("format: inductor-tune-heuristics/1\ngpu:\n  name: NVIDIA H200\n"
+                                                  "  sm_count: 132\nrules: []\n")
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir(exist_ok=True)
+    smi.write_text(f"#!/bin/sh\necho '{gpu}'\n")
+    smi.chmod(0o755)
+    done, calls = _run(tmp_path, PART="gate")
+    if runs:
+        assert done.returncode == 0 and len(calls) == 1, done.stderr
+    else:
+        assert done.returncode == 2 and calls == [] and not os.path.exists(tmp_path / "out" / "log")
+        assert done.stderr.strip() == ("candidate_parts.sh: cand.yaml is for NVIDIA H200; GPU 0 is NVIDIA H100 80GB "
+                                       "HBM3: nothing run")

@@ -15,6 +15,13 @@
 set -u
 cand=$1; set=$2; stop=$3
 T0=$(date +%s); B=${BUDGET:-560}
+# A call for one GPU kind may run on the other (stop 84: an H200 call ran on an H100, whose studies ran for 230 s
+# before validate refused the H200 file); nothing runs on a GPU the file is not for.
+want=$(sed -n '/^gpu:/,/^[^ ]/s/^  name: //p' "$cand" 2>/dev/null | head -1)
+if [ -n "$want" ] && command -v nvidia-smi > /dev/null; then
+  have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  [ "$have" = "$want" ] || { echo "candidate_parts.sh: $cand is for $want; GPU 0 is $have: nothing run" >&2; exit 2; }
+fi
 if [ -n "${SAMPLES:-}" ]; then
   digest=$(python3 -c "from inductor_tune.runtime.rulefile import load; print(load('$cand').digest()[:8])")
   BUDGET=$B exec bash experiments/device/bestfound.sh experiments/bestfound-set$set bestfound$set "$cand" "$digest"
