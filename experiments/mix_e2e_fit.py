@@ -98,7 +98,7 @@ def main(argv=None) -> int:
                          f"{'sweeping' if args.sweep else 'climbing'} probe {want}")
         points = mix_e2e.points_from_rows([row for db in sources for row in figdata.validation_rows(db)])
         fitted, lines = mix_e2e.fit(heur, points, sources, args.sweep, args.keep)
-    except (heuristics.HeuristicsError, StoreError, ValueError, OSError) as exc:
+    except (heuristics.HeuristicsError, StoreError, ValueError, KeyError, OSError) as exc:
         sys.exit(f"mix_e2e_fit: error: {exc}")
     heuristics.dump(fitted, args.out)
     print("\n".join(lines))

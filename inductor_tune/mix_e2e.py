@@ -26,6 +26,7 @@ from typing import Container, Sequence
 
 from .runtime.rulefile import _overlap
 from .runtime.rules import Evidence, Heuristics, MixAutotuneSpec, mix_autotune_dict
+from .shapes import ELEMENT_SIZES as ELEMENT_SIZE_OF
 from .stats import geomean
 from .unsplit import ABPoint, _octaves, cell_verdict, touched_points
 
@@ -109,15 +110,13 @@ def reached_by_sweeps(heur: Heuristics, problems: Sequence[tuple], held: Contain
     """The fused ``problems`` (kernel, rows, cols, dtype) that a sweeping entry of ``heur`` reaches, each once, none of
     ``held``: training problems to time again in fresh compiles, so that an entry's cells are read in one more
     record than the fit had."""
-    from .shapes import ELEMENT_SIZES as BY_DTYPE
-
     out = []
     for p in problems:
         p = tuple(p)
         _, rows, cols, dtype = p
         if p in held or p in out or not fused(rows, cols):
             continue
-        if any(e.sweep and e.element_size == BY_DTYPE[dtype] and e.rows[0] <= rows <= e.rows[1]
+        if any(e.sweep and e.element_size == ELEMENT_SIZE_OF[dtype] and e.rows[0] <= rows <= e.rows[1]
                and e.cols[0] <= cols <= e.cols[1] for e in heur.mix_autotune):
             out.append(p)
     return out

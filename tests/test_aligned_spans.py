@@ -27,8 +27,8 @@ SHIPPED_H200 = os.path.join(ROOT, "heuristics", "h200.yaml")
 # The finding's rule (N 8251..12048) is stop 52's, kept by every shipped file through 2b0e169f (stops 65-66). Span
 # round 31 cut it at N 11264 in fcb2b8aa (shipped at stops 67-68); 5af72bc3 (stop 69), 646a9315 (stop 70), 0d443b28
 # (stop 71), f8e76f08 (stops 72-74), cd6c1b3d (stop 75), c3c6844b (stops 76-78), 7a705457 (stops 79-81), e75e39bd
-# (stops 82-83) and 86f2b08c (since stop 84) keep the cut, so the class spans are tested on 2b0e169f's copy and the shipped file at the N the
-# rule lost (the last test).
+# (stops 82-83) and 86f2b08c (since stop 84) keep the cut, so the class spans are tested on 2b0e169f's copy and the
+# shipped file at the N the rule lost (the last test).
 FINDING_FILE = os.path.join(ROOT, "experiments", "candidates", "h200-s64.yaml")
 SOFTMAX_BWD_SPAN = (8251, 12048)
 

@@ -6,8 +6,8 @@ c3c6844b (shipped at stops 76-78, experiments/candidates/h200-s76-nocolumn.yaml)
 withdrawn (`unsplit_fit.py withdraw --outer`, stop 76); 7a705457 (shipped at stops 79-81) is c3c6844b with the
 every-win column fit of tests/test_unsplit.py, e75e39bd (stops 82-83) is 7a705457 with the end-to-end
 split-autotune entries of tests/test_mix_e2e.py in place of its earlier ones, and the shipped 86f2b08c (since stop 84)
-is e75e39bd with three sweeping entries added. A refit is only comparable with them
-where the same script and databases still give their digests."""
+is e75e39bd with three sweeping entries added. A refit is only comparable with them where the same script and
+databases still give their digests."""
 
 import os
 import shutil
