@@ -110,16 +110,15 @@ def reached_by_sweeps(heur: Heuristics, problems: Sequence[tuple], held: Contain
     """The fused ``problems`` (kernel, rows, cols, dtype) that a sweeping entry of ``heur`` reaches, each once, none of
     ``held``: training problems to time again in fresh compiles, so that an entry's cells are read in one more
     record than the fit had."""
-    out = []
-    for p in problems:
-        p = tuple(p)
+    out: dict[tuple, None] = {}  # insertion-ordered, each problem once
+    for p in map(tuple, problems):
         _, rows, cols, dtype = p
         if p in held or p in out or not fused(rows, cols):
             continue
         if any(e.sweep and e.element_size == ELEMENT_SIZE_OF[dtype] and e.rows[0] <= rows <= e.rows[1]
                and e.cols[0] <= cols <= e.cols[1] for e in heur.mix_autotune):
-            out.append(p)
-    return out
+            out[p] = None
+    return list(out)
 
 
 def points_from_rows(rows) -> list[ABPoint]:

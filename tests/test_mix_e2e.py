@@ -216,9 +216,10 @@ def test_entries_with_and_without_end_to_end_do_not_share_a_digest(shipped):
 
 
 def test_retime_keeps_the_draws_problems_a_sweeping_entry_reaches_and_no_held_out_one(tmp_path):
-    sweeping = dataclasses.replace(heuristics.load(S82), mix_autotune=(
-        dataclasses.replace(heuristics.load(S82).mix_autotune[0], rows=(16000, 20000), cols=(300, 400), sweep=True),
-        dataclasses.replace(heuristics.load(S82).mix_autotune[1], rows=(16000, 20000), cols=(500, 600))))
+    base = heuristics.load(S82)
+    sweeping = dataclasses.replace(base, mix_autotune=(
+        dataclasses.replace(base.mix_autotune[0], rows=(16000, 20000), cols=(300, 400), sweep=True),
+        dataclasses.replace(base.mix_autotune[1], rows=(16000, 20000), cols=(500, 600))))
     draw = [("rmsnorm_bwd", 17000, 350, "bf16"),  # inside the sweeping entry
             ("rmsnorm_bwd", 17000, 350, "bf16"),  # again: kept once
             ("rmsnorm_bwd", 17000, 350, "fp32"),  # inside its span, of another element size
