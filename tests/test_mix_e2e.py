@@ -241,3 +241,60 @@ def test_retime_keeps_the_draws_problems_a_sweeping_entry_reaches_and_no_held_ou
                            os.path.join(fx.ROOT, "experiments", "mix_e2e", "train-draw.json"), "--out", str(out)],
                           capture_output=True, text=True, cwd=fx.ROOT)
     assert proc.returncode != 0 and "no problem of the draws" in proc.stderr and not out.exists()
+
+
+H100_SWEEP_RECORDS = ("sweep-h100-train", "sweep-h100-train2", "sweep-h100-train3", "sweep-h100-train4")
+H100_S85 = os.path.join(fx.ROOT, "experiments", "candidates", "h100-s85.yaml")
+
+
+def test_the_h100_candidate_is_the_sweeping_fit_of_its_four_h100_records(tmp_path):
+    # experiments/candidates/h100-s85.yaml (ca115fea): heuristics/h100.yaml (4153ab03) plus the entries the H100's
+    # sweeping probe earned on training draws 1-4 (docs/rules.md, "Stop 85"); scored once on H100 set 11 before it ships.
+    proc, out = _run_fit(tmp_path, os.path.join(fx.ROOT, "heuristics", "h100.yaml"), H100_SWEEP_RECORDS, "--sweep")
+    assert proc.returncode == 0, proc.stderr
+    fitted = heuristics.load(str(out))
+    assert fitted.digest() == heuristics.load(H100_S85).digest() and fitted.digest()[:8] == "ca115fea"
+    assert [(e.rows, e.cols, e.sweep) for e in fitted.mix_autotune] == [
+        ((16843, 60458), (519, 1005), True), ((90878, 259322), (556, 944), True)]
+    assert fitted.rules == heuristics.load(os.path.join(fx.ROOT, "heuristics", "h100.yaml")).rules
+    # Its fresh-compile draw is every training problem the two entries reach.
+    from inductor_tune.gate import Draw
+
+    draws = [Draw.from_json(open(os.path.join(fx.ROOT, "experiments", "mix_e2e", f"train{k}-draw.json")).read())
+             for k in ("", "2", "3", "4")]
+    retime = Draw.from_json(open(os.path.join(fx.ROOT, "experiments", "mix_e2e", "retime-h100-s85-draw.json")).read())
+    assert [tuple(p) for p in retime.problems] == mix_e2e.reached_by_sweeps(
+        fitted, [p for d in draws for p in d.problems], set())
+    # GPT-2's 768 width at 32768 tokens is a model step inside its first entry.
+    assert _an_entry_reaches_the_fused_backwards_of(fitted, "gpt2-768-t32768")
+
+
+def _cv():
+    sys.path.insert(0, os.path.join(fx.ROOT, "experiments"))
+    import mix_e2e_cv
+
+    return mix_e2e_cv
+
+
+def test_the_winners_rectangle_holds_no_problem_that_did_not_win():
+    cv = _cv()
+
+    def point(rows, cols, ratio):
+        return ABPoint("rmsnorm_bwd", rows, cols, ratio, 0.015)
+
+    tie = point(30000, 1500, 1.006)
+    winners = [point(20000, 1100, 1.2), point(25000, 1200, 1.2), point(40000, 1300, 1.1), point(50000, 1900, 1.1),
+               point(60000, 2000, 1.3), point(20000, 1800, 1.2), point(23000, 1700, 1.1)]
+    # Below the tie's rows: 4 winners; above its rows, or its N either side: 3 each.
+    assert cv.winners_rectangle(winners + [tie], 3) == (20000, 25000, 1100, 1800)
+    assert cv.winners_rectangle(winners + [tie], 5) is None
+    # Every winner where none lost: the cell's whole measured span.
+    assert cv.winners_rectangle(winners, 3) == (20000, 60000, 1100, 2000)
+
+
+def test_leave_one_out_scores_each_record_on_the_entries_of_the_others():
+    cv = _cv()
+    a, b = ABPoint("rmsnorm_bwd", 20000, 600, 1.2, 0.015), ABPoint("rmsnorm_bwd", 21000, 610, 0.9, 0.015)
+    spans_of = {frozenset([b]): [], frozenset([a]): [(2, 20000, 21000, 600, 610)]}
+    counts, reached = cv.leave_one_out([[a], [b]], lambda pts: spans_of[frozenset(pts)])
+    assert counts == [0, 1] and reached == [b]
