@@ -245,6 +245,7 @@ def test_retime_keeps_the_draws_problems_a_sweeping_entry_reaches_and_no_held_ou
 
 H100_SWEEP_RECORDS = ("sweep-h100-train", "sweep-h100-train2", "sweep-h100-train3", "sweep-h100-train4")
 H100_S85 = os.path.join(fx.ROOT, "experiments", "candidates", "h100-s85.yaml")
+H100_S85B = os.path.join(fx.ROOT, "experiments", "candidates", "h100-s85b.yaml")
 
 
 def test_the_h100_candidate_is_the_sweeping_fit_of_its_four_h100_records(tmp_path):
@@ -267,6 +268,16 @@ def test_the_h100_candidate_is_the_sweeping_fit_of_its_four_h100_records(tmp_pat
         fitted, [p for d in draws for p in d.problems], set())
     # GPT-2's 768 width at 32768 tokens is a model step inside its first entry.
     assert _an_entry_reaches_the_fused_backwards_of(fitted, "gpt2-768-t32768")
+    # With the fresh compile of those problems as a fifth record, the entry of rows 65537.. loses its cell (a problem
+    # there tied at 1.000): experiments/candidates/h100-s85b.yaml (108c2c1d), the file held-out set 11 scores.
+    (tmp_path / "fit.yaml").unlink()
+    proc, out = _run_fit(tmp_path, os.path.join(fx.ROOT, "heuristics", "h100.yaml"),
+                         H100_SWEEP_RECORDS + ("sweep-h100-retime",), "--sweep")
+    assert proc.returncode == 0, proc.stderr
+    refit = heuristics.load(str(out))
+    assert refit.digest() == heuristics.load(H100_S85B).digest() and refit.digest()[:8] == "108c2c1d"
+    assert [(e.rows, e.cols) for e in refit.mix_autotune] == [((16843, 60458), (519, 1005))]
+    assert _an_entry_reaches_the_fused_backwards_of(refit, "gpt2-768-t32768")
 
 
 def _cv():
