@@ -112,8 +112,8 @@ def cmd_validate(args) -> int:
         problems = tuple(Problem(k, s, d) for k in kernels for d in dtypes for s in shapes)
     elif args.draw is None:
         gate = _gate_request(args)
-    if args.random is None and (args.rows or args.cols or args.draw_out):
-        raise CliError("--rows, --cols and --draw-out concern the draw of --random; give --random N too")
+    if args.random is None and (args.rows or args.cols or args.draw_out or args.avoid_draw):
+        raise CliError("--rows, --cols, --draw-out and --avoid-draw concern the draw of --random; give --random N too")
     dbs = tuple(d for d in args.db.split(",") if d.strip()) if args.db else None
     request = app.ValidateRequest(
         args.heuristics, problems, gate, dbs=dbs, storage=args.storage, rounds=args.rounds, gpu=gpu_index(args.gpu),
@@ -152,7 +152,7 @@ def _gate_request(args):
     if len(dtypes) != 1:
         raise CliError("--random draws problems of one dtype: give one with --dtypes")
     return GateRequest(count, seed, kernels, dtypes[0], gib_option(args.max_gib), range_option("--rows", args.rows, ROWS),
-                       range_option("--cols", args.cols, COLS))
+                       range_option("--cols", args.cols, COLS), comma_list(args.avoid_draw) if args.avoid_draw else ())
 
 
 def print_validation(result) -> int:

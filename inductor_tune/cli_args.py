@@ -204,6 +204,8 @@ def _validate_arguments(sub) -> None:
     v.add_argument("--cols", metavar="LO:HI", help="--random: draw N log-uniform in this range (default 128:262144)")
     v.add_argument("--draw-out", metavar="FILE", help="--random: write the draw to this new file and stop (no GPU): "
                    "a held-out set fixed before the rules it scores are fitted; crossmeasure --avoid-draw keeps it out")
+    v.add_argument("--avoid-draw", metavar="FILES", help="--random: comma-separated held-out draws (`--draw-out` "
+                   "files) whose shapes the draw keeps out too, as it keeps out the studied ones")
     v.add_argument("--max-gib", type=float, default=4.0, help="--random: largest memory a problem may keep "
                    "resident on the GPU, GiB (default 4)")
     from .models import CATALOG as MODEL_CATALOG

@@ -134,6 +134,9 @@ class Draw:
     avoided_from: tuple[str, ...] = ()  # the databases whose shapes were kept out
     rows: tuple[int, int] = ROWS
     cols: tuple[int, int] = COLS
+    # Held-out draws whose shapes were kept out too: a draw avoids only what its databases studied, so two draws of
+    # one seed repeat each other (stop 85 found H100 sets 6-11 holding 288-292 problems of H200 sets 15-20).
+    avoided_draws: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -149,7 +152,8 @@ class Draw:
                     and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in p[1:3])):
                 raise ValueError(f"a problem is [kernel, rows, cols, dtype], not {list(p)!r}"[:200])
         return cls(data["seed"], data["n"], tuple(data["kernels"]), data["dtype"], data["max_bytes"], problems,
-                   tuple(data.get("avoided_from", ())), tuple(data.get("rows", ROWS)), tuple(data.get("cols", COLS)))
+                   tuple(data.get("avoided_from", ())), tuple(data.get("rows", ROWS)), tuple(data.get("cols", COLS)),
+                   tuple(data.get("avoided_draws", ())))
 
     def as_problems(self) -> list:
         from .problem import Problem, Shape
@@ -159,13 +163,13 @@ class Draw:
 
 def make_draw(n: int, seed: int, kernels: Sequence[str] | None, avoid: Container[tuple[int, int]],
               max_bytes: int, dtype: str = "bf16", avoided_from: Sequence[str] = (), rows: tuple[int, int] = ROWS,
-              cols: tuple[int, int] = COLS) -> Draw:
+              cols: tuple[int, int] = COLS, avoided_draws: Sequence[str] = ()) -> Draw:
     from .kernels import CATALOG
 
     problems = draw_problems(n, seed, kernels, avoid, max_bytes, dtype, rows, cols)
     return Draw(seed, n, tuple(CATALOG if kernels is None else kernels), dtype, int(max_bytes),
                 tuple((p.kernel, p.shape.rows, p.shape.cols, p.dtype) for p in problems), tuple(avoided_from),
-                tuple(rows), tuple(cols))
+                tuple(rows), tuple(cols), tuple(avoided_draws))
 
 
 @dataclasses.dataclass(frozen=True)

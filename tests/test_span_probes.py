@@ -6,6 +6,7 @@ there.  The plan runs on the fixture's real H200 studies; the timings are made u
 import collections
 import dataclasses
 import json
+import os
 import re
 
 import distill_fixtures as fx
@@ -155,6 +156,40 @@ def test_validate_draw_out_fixes_a_draw_without_a_gpu_and_never_rewrites_it(tmp_
     assert cli.main(["validate", "heuristics/h200.yaml", "--shapes", "8x8", "--draw-out", str(tmp_path / "y")]) == 2
     assert "give --random N too" in capsys.readouterr().err
     assert out.read_text() == text and not (tmp_path / "y").exists()
+
+
+def test_a_draw_keeps_out_the_shapes_of_the_held_out_draws_it_is_told_to_avoid(tmp_path, capsys):
+    # Two draws of one seed repeat each other wherever the databases are the same (stop 85: H100 sets 6-11 held
+    # 288-292 problems of H200 sets 15-20); --avoid-draw keeps the first draw's shapes out of the second.
+    dbs = ",".join(fx.fixture_dbs())
+    argv = ["validate", "heuristics/h200.yaml", "--random", "40", "--seed", "9", "--rows", "4096:65536", "--db", dbs]
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    assert cli.main([*argv, "--draw-out", str(first)]) == 0
+    assert cli.main([*argv, "--avoid-draw", str(first), "--draw-out", str(second)]) == 0
+    a, b = (gate.Draw.from_json(f.read_text()) for f in (first, second))
+    assert len(b.problems) == 40 and b.avoided_draws == (str(first),) and a.avoided_draws == ()
+    assert not {(r, c) for _, r, c, _ in a.problems} & {(r, c) for _, r, c, _ in b.problems}
+    capsys.readouterr()
+    # A draw file that is not one, or --avoid-draw without --random: one line, exit 2, nothing written.
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert cli.main([*argv, "--avoid-draw", str(bad), "--draw-out", str(tmp_path / "third.json")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("inductor-tune: error: --avoid-draw: ") and "is not a draw" in line, line
+    assert cli.main(["validate", "heuristics/h200.yaml", "--shapes", "8x8", "--avoid-draw", str(first)]) == 2
+    assert "give --random N too" in capsys.readouterr().err
+    assert not (tmp_path / "third.json").exists()
+
+
+def test_the_held_out_draws_from_stop_85_on_share_no_shape_with_any_other_held_out_draw():
+    import glob
+
+    paths = sorted(glob.glob(os.path.join(fx.ROOT, "experiments", "heldout", "*.json")))
+    shapes = {p: {(r, c) for _, r, c, _ in gate.Draw.from_json(open(p).read()).problems} for p in paths}
+    for path in paths:
+        if gate.Draw.from_json(open(path).read()).avoided_draws:
+            for other in paths:
+                assert other == path or not shapes[path] & shapes[other], (path, other)
 
 
 @pytest.mark.parametrize("text, fragment", [

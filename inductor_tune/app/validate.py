@@ -27,6 +27,7 @@ class GateRequest:
     max_gib: float  # the most memory a problem may keep resident on the GPU
     rows: tuple[int, int]  # inclusive ranges, drawn log-uniform
     cols: tuple[int, int]
+    avoid_draws: tuple[str, ...] = ()  # held-out draws (--draw-out files) whose shapes the draw keeps out too
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,9 +164,11 @@ def _studied_shapes(db_urls: list[str]) -> set[tuple[int, int]]:
 def _draw(gate: GateRequest, dbs: list[str], studied: set[tuple[int, int]]) -> Draw:
     from ..gate import make_draw
 
+    held_out = {(rows, cols) for draw in read_draws(gate.avoid_draws, "--avoid-draw")
+                for _, rows, cols, _ in draw.problems}
     try:
-        return make_draw(gate.count, gate.seed, gate.kernels, studied, int(gate.max_gib * 2**30), gate.dtype,
-                         avoided_from=dbs, rows=gate.rows, cols=gate.cols)
+        return make_draw(gate.count, gate.seed, gate.kernels, studied | held_out, int(gate.max_gib * 2**30),
+                         gate.dtype, avoided_from=dbs, rows=gate.rows, cols=gate.cols, avoided_draws=gate.avoid_draws)
     except ValueError as exc:
         raise AppError(f"--random: {exc}") from None
 

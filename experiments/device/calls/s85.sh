@@ -6,8 +6,9 @@
 #   H100: the sweeping probe's training draws, resumable: DRAWS names them (default "1 2"; draw 1 is train-draw.json
 #         into db/mix-e2e-sweep-h100-train.sqlite, draw K is trainK-draw.json into ...-h100-trainK.sqlite).
 #   H100, SCORE=1 (after all four draws and their fresh compile, stop 85): the one score of the fit of those five
-#         records, experiments/candidates/h100-s85b.yaml (108c2c1d), on H100 held-out set 11
-#         (db/heldout-h100-11.sqlite, about 330 s), then, where it passes, its step of `gpt2-768-t32768`, whose
+#         records, experiments/candidates/h100-s85b.yaml (108c2c1d), on H100 held-out set 12 (seed 2110, drawn at stop 85:
+#         set 11 repeats 288 problems of H200 set 20)
+#         (db/heldout-h100-12.sqlite, about 330 s), then, where it passes, its step of `gpt2-768-t32768`, whose
 #         LayerNorm backwards its entry reaches (db/models-h100-s86.sqlite, about 60 s).
 # Pack with `bash experiments/device/pack.sh STASH heuristics/h200.yaml experiments/mix_e2e/probe-sweep-h200.yaml
 # experiments/mix_e2e/probe-sweep-h100.yaml -- db/quack.sqlite db/mix-e2e-sweep-h100-train*.sqlite` (SCORE=1:
@@ -27,8 +28,8 @@ case "$have" in
     if [ -n "${SCORE:-}" ]; then
       cand=experiments/candidates/h100-s85b.yaml
       BUDGET=$B exec bash experiments/device/steps.sh \
-        "python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/h100-set11-draw.json \
-         --rounds 3 --storage sqlite:///db/heldout-h100-11.sqlite 2>&1 | tail -9 | tee /dev/stderr | grep -qx PASS \
+        "python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/h100-set12-draw.json \
+         --rounds 3 --storage sqlite:///db/heldout-h100-12.sqlite 2>&1 | tail -9 | tee /dev/stderr | grep -qx PASS \
          && python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage \
          sqlite:///db/models-h100-s86.sqlite --models gpt2-768-t32768 2>&1 | grep -v 'Warning\|warn\|^$' | tail -8"
     fi
