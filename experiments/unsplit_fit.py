@@ -141,6 +141,16 @@ def of_type(points: list, reduction_type: str | None) -> list:
     return [p for p in points if reduction_type is None or reduction_type in CATALOG[p.kernel].reductions.split("+")]
 
 
+def require_gpu_of(heur, dbs) -> None:
+    """Exit where a database holds validation records of a GPU other than the file's: an A/B of one GPU model says
+    nothing of another's defaults (a fit of an H100 file on H200 records wrote a file until stop 85)."""
+    for db in dbs:
+        other = figdata.validation_gpu_names(db) - {heur.gpu.name}
+        if other:
+            sys.exit(f"unsplit_fit: error: {db} holds validation records of {', '.join(sorted(other))}; "
+                     f"the file is for {heur.gpu.name}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("action", choices=("probe", "subset", "stratify", "fit", "prune", "withdraw"))
@@ -195,6 +205,7 @@ def main(argv=None) -> int:
         if not args.evidence:
             sys.exit(f"unsplit_fit: error: {args.action} needs --evidence (the A/B of the probe without a config)")
         sources = args.evidence.split(",")
+        require_gpu_of(heur, sources + [db for spec in args.variant for db in spec.partition("=")[2].split(",") if db])
         base = of_type(unsplit.points_from_rows([row for db in sources for row in figdata.validation_rows(db)],
                                                 args.outer), args.reduction_type)
         if args.action == "prune":

@@ -423,6 +423,14 @@ def validation_records(store_or_url, gpu: str | None = None) -> list:
     return records
 
 
+def validation_gpu_names(store_or_url) -> set[str]:
+    """The names of the GPUs a database's validation records ran on (a fit reads records of its file's GPU only)."""
+    store = _as_store(store_or_url)
+    names = {g.fingerprint: g.name for g in gpus(store)}
+    ids = _gpu_ids(store)
+    return {names[ids[r.gpu_id]] for r in validation_records(store)}
+
+
 def _gpu_ids(store: Store) -> dict[int, str]:
     import sqlalchemy as sa
 

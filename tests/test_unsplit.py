@@ -173,6 +173,17 @@ def test_the_s78_candidate_is_the_every_win_column_fit_of_its_five_records(tmp_p
     assert "rows 257..512 N 1025..2048: Inductor's config: Inductor's split kept: 1 of 48 did not win" in proc.stdout
 
 
+def test_a_fit_refuses_records_of_another_gpu_model(tmp_path):
+    # An H200's A/B says nothing of an H100's defaults; until stop 85 such a fit wrote a file.
+    out = tmp_path / "h100.yaml"
+    proc = subprocess.run([sys.executable, "experiments/unsplit_fit.py", "fit", "heuristics/h100.yaml", "--every-win",
+                           "--evidence", "db/unsplit-train.sqlite", "--out", str(out)],
+                          capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode != 0 and not out.exists()
+    assert proc.stderr.strip().splitlines()[-1] == ("unsplit_fit: error: db/unsplit-train.sqlite holds validation "
+                                                    "records of NVIDIA H200; the file is for NVIDIA H100 80GB HBM3")
+
+
 def test_withdraw_drops_only_the_unsplit_rules_of_one_kind_and_records_why():
     heur = heuristics.load(S74)  # 9 inner unsplit rules and 12 column rules
     kept = unsplit.withdraw(heur, outer=True, why="lost at held-out problems")
