@@ -250,7 +250,7 @@ H100_S85B = os.path.join(fx.ROOT, "experiments", "candidates", "h100-s85b.yaml")
 
 def test_the_h100_candidate_is_the_sweeping_fit_of_its_four_h100_records(tmp_path):
     # experiments/candidates/h100-s85.yaml (ca115fea): heuristics/h100.yaml (4153ab03) plus the entries the H100's
-    # sweeping probe earned on training draws 1-4 (docs/rules.md, "Stop 85"); scored once on H100 set 11 before it ships.
+    # sweeping probe earned on training draws 1-4 (docs/rules.md, "Stop 85").
     proc, out = _run_fit(tmp_path, os.path.join(fx.ROOT, "heuristics", "h100.yaml"), H100_SWEEP_RECORDS, "--sweep")
     assert proc.returncode == 0, proc.stderr
     fitted = heuristics.load(str(out))
@@ -269,7 +269,7 @@ def test_the_h100_candidate_is_the_sweeping_fit_of_its_four_h100_records(tmp_pat
     # GPT-2's 768 width at 32768 tokens is a model step inside its first entry.
     assert _an_entry_reaches_the_fused_backwards_of(fitted, "gpt2-768-t32768")
     # With the fresh compile of those problems as a fifth record, the entry of rows 65537.. loses its cell (a problem
-    # there tied at 1.000): experiments/candidates/h100-s85b.yaml (108c2c1d), the file held-out set 11 scores.
+    # there tied at 1.000): experiments/candidates/h100-s85b.yaml (108c2c1d), which H100 held-out set 12 scores once.
     (tmp_path / "fit.yaml").unlink()
     proc, out = _run_fit(tmp_path, os.path.join(fx.ROOT, "heuristics", "h100.yaml"),
                          H100_SWEEP_RECORDS + ("sweep-h100-retime",), "--sweep")
@@ -299,7 +299,7 @@ def test_the_winners_rectangle_holds_no_problem_that_did_not_win():
     # Below the tie's rows: 4 winners; above its rows, or its N either side: 3 each.
     assert cv.winners_rectangle(winners + [tie], 3) == (20000, 25000, 1100, 1800)
     assert cv.winners_rectangle(winners + [tie], 5) is None
-    # Every winner where none lost: the cell's whole measured span.
+    # Where every problem won: the cell's whole measured span.
     assert cv.winners_rectangle(winners, 3) == (20000, 60000, 1100, 2000)
 
 
