@@ -425,10 +425,15 @@ def validation_records(store_or_url, gpu: str | None = None) -> list:
 
 def validation_gpu_names(store_or_url) -> set[str]:
     """The names of the GPUs a database's validation records ran on (a fit reads records of its file's GPU only)."""
+    import sqlalchemy as sa
+
+    from .store import Gpu, ValidationRecord
+
     store = _as_store(store_or_url)
-    names = {g.fingerprint: g.name for g in gpus(store)}
-    ids = _gpu_ids(store)
-    return {names[ids[r.gpu_id]] for r in validation_records(store)}
+    if not store._has_table(ValidationRecord):
+        return set()
+    with store.session() as s:
+        return set(s.scalars(sa.select(Gpu.name).join(ValidationRecord, ValidationRecord.gpu_id == Gpu.id).distinct()))
 
 
 def _gpu_ids(store: Store) -> dict[int, str]:
