@@ -16,6 +16,8 @@ With ``--reduction-type T`` (probe and fit), the rules key on the reduction type
 reduction, and the file's rules of other types stay as they are.
 
   python3 experiments/unsplit_fit.py stratify PROBE.yaml --draw GATE-DRAW.json --per-cell 4 --out TRAIN.json
+  python3 experiments/unsplit_fit.py stratify PROBE.yaml --draw GATE-DRAW.json --cell 64:127,8193:16384 \
+      --seed 4244 --per-cell 16 --out TRAIN3.json    # a further draw in the one cell a fit earned (stop 86)
 
 The training draws are seeded gate draws of the split region (``validate --random N --seed S --rows 1:263
 --cols 8193:262144 --draw-out``), checked against every held-out draw before they are measured; ``subset``
@@ -71,6 +73,16 @@ def parse_config(text: str) -> SlotConfig:
     return SlotConfig(**fields)
 
 
+def parse_cell(text: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    try:
+        rows, cols = (tuple(int(v) for v in part.split(":")) for part in text.split(","))
+        if len(rows) != 2 or len(cols) != 2:
+            raise ValueError
+    except ValueError:
+        sys.exit(f"unsplit_fit: error: --cell takes ROWS_LO:ROWS_HI,N_LO:N_HI, not {text!r}")
+    return rows, cols
+
+
 def write_subset(probe_file: str, draw_file: str, out: str) -> int:
     """The draw's problems inside the probe's span, as a draw (its seed and kernels kept) that ``validate --draw``
     scores like any gate draw: a problem that fails to compile is recorded as failed, not the end of the run."""
@@ -89,8 +101,10 @@ def write_subset(probe_file: str, draw_file: str, out: str) -> int:
     return 0
 
 
-def write_stratified(probe_file: str, draw_file: str, per_cell: int, out: str) -> int:
-    """``per_cell`` problems in each rows band x N octave cell of the probe's span (unsplit.cells), as a draw."""
+def write_stratified(probe_file: str, draw_file: str, per_cell: int, out: str,
+                     only_cell: tuple[tuple[int, int], tuple[int, int]] | None = None, seed: int | None = None) -> int:
+    """``per_cell`` problems in each rows band x N octave cell of the probe's span (unsplit.cells), as a draw;
+    ``only_cell`` keeps the one cell a fit earned (a further training draw there), ``seed`` replaces the draw's."""
     import glob
     import math
     import pathlib
@@ -102,12 +116,20 @@ def write_stratified(probe_file: str, draw_file: str, per_cell: int, out: str) -
     probe = heuristics.load(probe_file)
     with open(draw_file) as f:
         draw = Draw.from_json(f.read())
+    if seed is not None:
+        draw = dataclasses.replace(draw, seed=seed)
     held = {tuple(p) for path in glob.glob(os.path.join(os.path.dirname(__file__), "heldout", "*.json"))
             for p in Draw.from_json(pathlib.Path(path).read_text()).problems}
     rng, problems = random.Random(draw.seed), []
     (rows_lo, rows_hi), (cols_lo, cols_hi) = probe.unsplit[0].rows, probe.unsplit[0].cols
     log_uniform = lambda lo, hi: int(round(math.exp(rng.uniform(math.log(lo), math.log(hi + 0.999)))))  # noqa: E731
-    for (rows, cols) in unsplit.cells(probe, probe.unsplit[0].outer):
+    cells = unsplit.cells(probe, probe.unsplit[0].outer)
+    if only_cell is not None:
+        if only_cell not in cells:
+            raise ValueError(f"--cell {only_cell[0][0]}:{only_cell[0][1]},{only_cell[1][0]}:{only_cell[1][1]} is not "
+                             f"a cell of the probe's span")
+        cells = [only_cell]
+    for (rows, cols) in cells:
         rows, cols = (max(rows[0], rows_lo), min(rows[1], rows_hi)), (max(cols[0], cols_lo), min(cols[1], cols_hi))
         if rows[0] > rows[1] or cols[0] > cols[1]:
             continue  # past the span the probe's config can launch
@@ -118,9 +140,10 @@ def write_stratified(probe_file: str, draw_file: str, per_cell: int, out: str) -
                 if p not in held and p not in problems:
                     break
             problems.append(p)
+    (rows_lo, rows_hi), (cols_lo, cols_hi) = only_cell or ((rows_lo, rows_hi), (cols_lo, cols_hi))
     write_draw(dataclasses.replace(draw, n=len(problems), problems=tuple(problems), rows=(rows_lo, rows_hi),
                                    cols=(cols_lo, cols_hi)), out)
-    print(f"wrote {out}: {len(problems)} problems, {per_cell} in each cell of the probe's span")
+    print(f"wrote {out}: {len(problems)} problems, {per_cell} in each of {len(cells)} cell(s) of the probe's span")
     return 0
 
 
@@ -158,6 +181,8 @@ def main(argv=None) -> int:
     ap.add_argument("--config", help="probe: the launch config forced onto the one kernel, FIELD=VALUE,...")
     ap.add_argument("--draw", help="subset, stratify: a training draw")
     ap.add_argument("--per-cell", type=int, default=4, help="stratify: problems per cell (default 4)")
+    ap.add_argument("--cell", help="stratify: only this cell, ROWS_LO:ROWS_HI,N_LO:N_HI (one a fit earned)")
+    ap.add_argument("--seed", type=int, help="stratify: the new draw's seed (default the draw's own)")
     ap.add_argument("--variant", action="append", default=[],
                     help="fit: PROBE.yaml=DB[,DB...]: a probe file and the validation databases of its A/B")
     ap.add_argument("--evidence", help="fit: validation databases of the probe without a config, comma-separated")
@@ -188,7 +213,8 @@ def main(argv=None) -> int:
         if args.action == "stratify":
             if not args.draw:
                 sys.exit("unsplit_fit: error: stratify needs --draw")
-            return write_stratified(args.heuristics, args.draw, args.per_cell, args.out)
+            return write_stratified(args.heuristics, args.draw, args.per_cell, args.out,
+                                    parse_cell(args.cell) if args.cell else None, args.seed)
         heur = heuristics.load(args.heuristics)
         if args.action == "withdraw":
             if not args.why:

@@ -152,3 +152,21 @@ def test_a_stratified_draw_fills_every_cell_of_the_probe_and_no_held_out_problem
     held = {tuple(p) for f in os.listdir(os.path.join(fx.ROOT, "experiments", "heldout")) if f.endswith(".json")
             for p in json.load(open(os.path.join(fx.ROOT, "experiments", "heldout", f)))["problems"]}
     assert not held & {tuple(p) for p in draw["problems"]}
+
+
+def test_a_stratified_draw_of_one_cell_keeps_to_it_and_refuses_a_cell_the_probe_lacks(tmp_path):
+    out, probe = tmp_path / "cell.json", "experiments/unsplit/probe-h100.yaml"
+    args = [sys.executable, "experiments/unsplit_fit.py", "stratify", probe, "--draw",
+            "experiments/unsplit/train-draw.json", "--seed", "4244", "--per-cell", "16", "--out", str(out)]
+    proc = subprocess.run(args + ["--cell", "64:127,8193:16384"], capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode == 0, proc.stderr
+    draw = json.loads(out.read_text())
+    assert (draw["seed"], draw["n"], draw["rows"], draw["cols"]) == (4244, 16, [64, 127], [8193, 16384])
+    assert all(64 <= p[1] <= 127 and 8193 <= p[2] <= 16384 for p in draw["problems"])
+    committed = json.load(open(os.path.join(fx.ROOT, "experiments", "unsplit", "h100-cell-train3-draw.json")))
+    assert draw["problems"] == committed["problems"]  # the committed draw is this command's
+    for cell in ("64:120,8193:16384", "64:127"):
+        bad = subprocess.run(args[:-1] + [str(tmp_path / "bad.json"), "--cell", cell], capture_output=True, text=True,
+                             cwd=fx.ROOT)
+        assert bad.returncode != 0 and "unsplit_fit: error: --cell" in bad.stderr
+        assert not (tmp_path / "bad.json").exists()

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Prepared at stop 86 (docs/rules.md, "The next GPU runs", 0). Reads GPU 0's name and runs that GPU's item.
+#   H200: as s85.sh: the fresh compile of 86f2b08c's sweeping entries' 64 training problems
+#         (db/mix-e2e-sweep-retime.sqlite), then set 72's best-found studies validated with 86f2b08c (bestfound.sh).
+#   H100, FIT_SCORE=1 (stop 86's choice, made before set 12 was read: option (b), the unsplit A/B first and one score
+#         of both changes): the H100 unsplit probe's fit of its two training draws earned one cell (rows 64..127 x N
+#         8193..16384, 12 problems); this times that cell again before anything is scored: a fresh compile of the 12
+#         (experiments/unsplit/h100-cell-retime-draw.json, db/unsplit-h100-retime.sqlite) and a third draw of 16 new
+#         problems in it (h100-cell-train3-draw.json, seed 4244, db/unsplit-h100-train3.sqlite); then fits
+#         `unsplit_fit.py fit experiments/candidates/h100-s85b.yaml --every-win` on all four records
+#         (experiments/candidates/h100-s86.yaml, copied to $OUT; where the cell loses a problem it earns nothing and
+#         the file is 108c2c1d again), and scores that file once on H100 held-out set 12 (db/heldout-h100-12.sqlite)
+#         and, where it passes, its step of `gpt2-768-t32768` (db/models-h100-s86.sqlite).
+# Pack with `bash experiments/device/pack.sh STASH experiments/unsplit/probe-h100.yaml -- db/quack.sqlite
+# db/unsplit-h100-train.sqlite db/unsplit-h100-train2.sqlite` (H200: `pack.sh STASH heuristics/h200.yaml
+# experiments/mix_e2e/probe-sweep-h200.yaml -- db/quack.sqlite`).
+set -u
+B=${BUDGET:-560}; T0=$(date +%s)
+have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$have" in
+  "NVIDIA H200")
+    BUDGET=$B bash experiments/device/steps.sh \
+      "python3 -m inductor_tune validate experiments/mix_e2e/probe-sweep-h200.yaml --no-progress \
+       --draw experiments/mix_e2e/retime-s84-draw.json --rounds 3 --storage sqlite:///db/mix-e2e-sweep-retime.sqlite \
+       2>&1 | tail -8"
+    SAMPLES=1 BUDGET=$((B - ($(date +%s) - T0))) exec bash experiments/device/candidate_parts.sh \
+      heuristics/h200.yaml 72 85 ;;
+  "NVIDIA H100"*)
+    [ -n "${FIT_SCORE:-}" ] || { echo "s86.sh: an H100 runs only FIT_SCORE=1" >&2; exit 2; }
+    probe=experiments/unsplit/probe-h100.yaml cand=experiments/candidates/h100-s86.yaml
+    BUDGET=$B exec bash experiments/device/steps.sh \
+      "python3 -m inductor_tune validate $probe --no-progress --draw experiments/unsplit/h100-cell-retime-draw.json \
+       --rounds 3 --storage sqlite:///db/unsplit-h100-retime.sqlite 2>&1 | tail -8" \
+      "python3 -m inductor_tune validate $probe --no-progress --draw experiments/unsplit/h100-cell-train3-draw.json \
+       --rounds 3 --storage sqlite:///db/unsplit-h100-train3.sqlite 2>&1 | tail -8" \
+      "python3 experiments/unsplit_fit.py fit experiments/candidates/h100-s85b.yaml --every-win --evidence \
+       db/unsplit-h100-train.sqlite,db/unsplit-h100-train2.sqlite,db/unsplit-h100-retime.sqlite,db/unsplit-h100-train3.sqlite \
+       --out $cand | grep -v 'Inductor.s split kept' && cp $cand \$OUT/ \
+       && python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/h100-set12-draw.json \
+       --rounds 3 --storage sqlite:///db/heldout-h100-12.sqlite 2>&1 | tail -9 | tee /dev/stderr | grep -qx PASS \
+       && python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage \
+       sqlite:///db/models-h100-s86.sqlite --models gpt2-768-t32768 2>&1 | grep -v 'Warning\\|warn\\|^$' | tail -8" ;;
+  *) echo "s86.sh: no item for GPU 0 ($have)" >&2; exit 2 ;;
+esac
