@@ -17,6 +17,8 @@
 # experiments/mix_e2e/probe-sweep-h100.yaml -- db/quack.sqlite db/mix-e2e-sweep-h100-train*.sqlite` (SCORE=1:
 # `pack.sh STASH CAND -- db/quack.sqlite`; UNSPLIT=1: `pack.sh STASH experiments/unsplit/probe-h100.yaml --
 # db/quack.sqlite`).
+# `tee -a`: stderr is $OUT/log, and `tee /dev/stderr` reopens that file truncated (stop 86's call 2 lost its
+# log's first steps that way; the databases came back whole).
 set -u
 B=${BUDGET:-560}; T0=$(date +%s)
 have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -33,7 +35,7 @@ case "$have" in
       cand=${CAND:-experiments/candidates/h100-s85b.yaml}
       BUDGET=$B exec bash experiments/device/steps.sh \
         "python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/h100-set12-draw.json \
-         --rounds 3 --storage sqlite:///db/heldout-h100-12.sqlite 2>&1 | tail -9 | tee /dev/stderr | grep -qx PASS \
+         --rounds 3 --storage sqlite:///db/heldout-h100-12.sqlite 2>&1 | tail -9 | tee -a /dev/stderr | grep -qx PASS \
          && python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage \
          sqlite:///db/models-h100-s86.sqlite --models gpt2-768-t32768 2>&1 | grep -v 'Warning\|warn\|^$' | tail -8"
     fi

@@ -14,6 +14,8 @@
 # Pack with `bash experiments/device/pack.sh STASH experiments/unsplit/probe-h100.yaml -- db/quack.sqlite
 # db/unsplit-h100-train.sqlite db/unsplit-h100-train2.sqlite` (H200: `pack.sh STASH heuristics/h200.yaml
 # experiments/mix_e2e/probe-sweep-h200.yaml -- db/quack.sqlite`).
+# `tee -a`: stderr is $OUT/log, and `tee /dev/stderr` reopens that file truncated (stop 86's call 2 lost its
+# log's first steps that way; the databases came back whole).
 set -u
 B=${BUDGET:-560}; T0=$(date +%s)
 have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -37,7 +39,7 @@ case "$have" in
        db/unsplit-h100-train.sqlite,db/unsplit-h100-train2.sqlite,db/unsplit-h100-retime.sqlite,db/unsplit-h100-train3.sqlite \
        --out $cand | grep -v 'Inductor.s split kept' && cp $cand \$OUT/ \
        && python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/h100-set12-draw.json \
-       --rounds 3 --storage sqlite:///db/heldout-h100-12.sqlite 2>&1 | tail -9 | tee /dev/stderr | grep -qx PASS \
+       --rounds 3 --storage sqlite:///db/heldout-h100-12.sqlite 2>&1 | tail -9 | tee -a /dev/stderr | grep -qx PASS \
        && python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage \
        sqlite:///db/models-h100-s86.sqlite --models gpt2-768-t32768 2>&1 | grep -v 'Warning\\|warn\\|^$' | tail -8" ;;
   *) echo "s86.sh: no item for GPU 0 ($have)" >&2; exit 2 ;;
