@@ -11,6 +11,8 @@
 #         (experiments/candidates/h100-s86.yaml, copied to $OUT; where the cell loses a problem it earns nothing and
 #         the file is 108c2c1d again), and scores that file once on H100 held-out set 12 (db/heldout-h100-12.sqlite)
 #         and, where it passes, its step of `gpt2-768-t32768` (db/models-h100-s86.sqlite).
+#   H100, no FIT_SCORE (after it): the five model steps of stop 55 with that file (db/models-h100-s86b.sqlite; pack
+#         `experiments/candidates/h100-s86.yaml -- db/quack.sqlite`).
 # Pack with `bash experiments/device/pack.sh STASH experiments/unsplit/probe-h100.yaml -- db/quack.sqlite
 # db/unsplit-h100-train.sqlite db/unsplit-h100-train2.sqlite` (H200: `pack.sh STASH heuristics/h200.yaml
 # experiments/mix_e2e/probe-sweep-h200.yaml -- db/quack.sqlite`).
@@ -28,7 +30,12 @@ case "$have" in
     SAMPLES=1 BUDGET=$((B - ($(date +%s) - T0))) exec bash experiments/device/candidate_parts.sh \
       heuristics/h200.yaml 72 85 ;;
   "NVIDIA H100"*)
-    [ -n "${FIT_SCORE:-}" ] || { echo "s86.sh: an H100 runs only FIT_SCORE=1" >&2; exit 2; }
+    if [ -z "${FIT_SCORE:-}" ]; then  # after FIT_SCORE: the five model steps of stop 55 with the file set 12 passed
+      BUDGET=$B exec bash experiments/device/steps.sh \
+        "python3 -m inductor_tune validate experiments/candidates/h100-s86.yaml --no-progress --rounds 5 --storage \
+         sqlite:///db/models-h100-s86b.sqlite --models llama-2048,llama-4096,llama-8192,gpt2-1024,gpt2-2048 2>&1 \
+         | grep -v 'Warning\\|warn\\|^$' | tail -12"
+    fi
     probe=experiments/unsplit/probe-h100.yaml cand=experiments/candidates/h100-s86.yaml
     BUDGET=$B exec bash experiments/device/steps.sh \
       "python3 -m inductor_tune validate $probe --no-progress --draw experiments/unsplit/h100-cell-retime-draw.json \
