@@ -12,7 +12,8 @@
 #         the file is 108c2c1d again), and scores that file once on H100 held-out set 12 (db/heldout-h100-12.sqlite)
 #         and, where it passes, its step of `gpt2-768-t32768` (db/models-h100-s86.sqlite).
 #   H100, no FIT_SCORE (after it): the five model steps of stop 55 with that file (db/models-h100-s86b.sqlite; pack
-#         `experiments/candidates/h100-s86.yaml -- db/quack.sqlite`).
+#         `experiments/candidates/h100-s86.yaml -- db/quack.sqlite`); with H100_TESTS=1, GPU tests part c with that
+#         file installed as heuristics/h100.yaml ($OUT/pytest-h100-c.log).
 # Pack with `bash experiments/device/pack.sh STASH experiments/unsplit/probe-h100.yaml -- db/quack.sqlite
 # db/unsplit-h100-train.sqlite db/unsplit-h100-train2.sqlite` (H200: `pack.sh STASH heuristics/h200.yaml
 # experiments/mix_e2e/probe-sweep-h200.yaml -- db/quack.sqlite`).
@@ -30,6 +31,12 @@ case "$have" in
     SAMPLES=1 BUDGET=$((B - ($(date +%s) - T0))) exec bash experiments/device/candidate_parts.sh \
       heuristics/h200.yaml 72 85 ;;
   "NVIDIA H100"*)
+    if [ -n "${H100_TESTS:-}" ]; then  # GPU tests part c (candidate_parts.sh) with the file installed as h100.yaml
+      BUDGET=$B exec bash experiments/device/steps.sh \
+        "cp experiments/candidates/h100-s86.yaml heuristics/h100.yaml && python3 -m pytest -v --tb=short -m gpu \
+         -p no:cacheprovider -p no:warnings -rs tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py \
+         tests/test_gpu_unsplit_types.py > \$OUT/pytest-h100-c.log 2>&1; tail -3 \$OUT/pytest-h100-c.log"
+    fi
     if [ -z "${FIT_SCORE:-}" ]; then  # after FIT_SCORE: the five model steps of stop 55 with the file set 12 passed
       BUDGET=$B exec bash experiments/device/steps.sh \
         "python3 -m inductor_tune validate experiments/candidates/h100-s86.yaml --no-progress --rounds 5 --storage \
