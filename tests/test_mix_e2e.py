@@ -246,18 +246,20 @@ def test_retime_keeps_the_draws_problems_a_sweeping_entry_reaches_and_no_held_ou
 H100_SWEEP_RECORDS = ("sweep-h100-train", "sweep-h100-train2", "sweep-h100-train3", "sweep-h100-train4")
 H100_S85 = os.path.join(fx.ROOT, "experiments", "candidates", "h100-s85.yaml")
 H100_S85B = os.path.join(fx.ROOT, "experiments", "candidates", "h100-s85b.yaml")
+H100_S54 = os.path.join(fx.ROOT, "experiments", "candidates", "h100-s54.yaml")  # 4153ab03, shipped stops 55-85
 
 
 def test_the_h100_candidate_is_the_sweeping_fit_of_its_four_h100_records(tmp_path):
-    # experiments/candidates/h100-s85.yaml (ca115fea): heuristics/h100.yaml (4153ab03) plus the entries the H100's
-    # sweeping probe earned on training draws 1-4 (docs/rules.md, "Stop 85").
-    proc, out = _run_fit(tmp_path, os.path.join(fx.ROOT, "heuristics", "h100.yaml"), H100_SWEEP_RECORDS, "--sweep")
+    # experiments/candidates/h100-s85.yaml (ca115fea): 4153ab03 (heuristics/h100.yaml until stop 86) plus the entries
+    # the H100's sweeping probe earned on training draws 1-4 (docs/rules.md, "Stop 85").
+    assert heuristics.load(H100_S54).digest()[:8] == "4153ab03"
+    proc, out = _run_fit(tmp_path, H100_S54, H100_SWEEP_RECORDS, "--sweep")
     assert proc.returncode == 0, proc.stderr
     fitted = heuristics.load(str(out))
     assert fitted.digest() == heuristics.load(H100_S85).digest() and fitted.digest()[:8] == "ca115fea"
     assert [(e.rows, e.cols, e.sweep) for e in fitted.mix_autotune] == [
         ((16843, 60458), (519, 1005), True), ((90878, 259322), (556, 944), True)]
-    assert fitted.rules == heuristics.load(os.path.join(fx.ROOT, "heuristics", "h100.yaml")).rules
+    assert fitted.rules == heuristics.load(H100_S54).rules
     # Its fresh-compile draw is every training problem the two entries reach.
     from inductor_tune.gate import Draw
 
@@ -269,15 +271,17 @@ def test_the_h100_candidate_is_the_sweeping_fit_of_its_four_h100_records(tmp_pat
     # GPT-2's 768 width at 32768 tokens is a model step inside its first entry.
     assert _an_entry_reaches_the_fused_backwards_of(fitted, "gpt2-768-t32768")
     # With the fresh compile of those problems as a fifth record, the entry of rows 65537.. loses its cell (a problem
-    # there tied at 1.000): experiments/candidates/h100-s85b.yaml (108c2c1d), which H100 held-out set 12 scores once.
+    # there tied at 1.000): experiments/candidates/h100-s85b.yaml (108c2c1d), which passed H100 held-out set 12 and
+    # ships as heuristics/h100.yaml (stop 86).
     (tmp_path / "fit.yaml").unlink()
-    proc, out = _run_fit(tmp_path, os.path.join(fx.ROOT, "heuristics", "h100.yaml"),
+    proc, out = _run_fit(tmp_path, H100_S54,
                          H100_SWEEP_RECORDS + ("sweep-h100-retime",), "--sweep")
     assert proc.returncode == 0, proc.stderr
     refit = heuristics.load(str(out))
     assert refit.digest() == heuristics.load(H100_S85B).digest() and refit.digest()[:8] == "108c2c1d"
     assert [(e.rows, e.cols) for e in refit.mix_autotune] == [((16843, 60458), (519, 1005))]
     assert _an_entry_reaches_the_fused_backwards_of(refit, "gpt2-768-t32768")
+    assert heuristics.load(os.path.join(fx.ROOT, "heuristics", "h100.yaml")).digest() == refit.digest()
 
 
 def _cv():
