@@ -20,16 +20,10 @@
 # `tee -a`: stderr is $OUT/log, and `tee /dev/stderr` reopens that file truncated (stop 86's call 2 lost its
 # log's first steps that way; the databases came back whole).
 set -u
-B=${BUDGET:-560}; T0=$(date +%s)
+B=${BUDGET:-560}
 have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$have" in
-  "NVIDIA H200")
-    BUDGET=$B bash experiments/device/steps.sh \
-      "python3 -m inductor_tune validate experiments/mix_e2e/probe-sweep-h200.yaml --no-progress \
-       --draw experiments/mix_e2e/retime-s84-draw.json --rounds 3 --storage sqlite:///db/mix-e2e-sweep-retime.sqlite \
-       2>&1 | tail -8"
-    SAMPLES=1 BUDGET=$((B - ($(date +%s) - T0))) exec bash experiments/device/candidate_parts.sh \
-      heuristics/h200.yaml 72 85 ;;
+  "NVIDIA H200") BUDGET=$B exec bash experiments/device/calls/h200-after-s84.sh ;;
   "NVIDIA H100"*)
     if [ -n "${SCORE:-}" ]; then
       cand=${CAND:-experiments/candidates/h100-s85b.yaml}
