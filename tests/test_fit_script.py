@@ -48,7 +48,7 @@ def test_the_h100_candidate_of_stop_87_is_the_h100_fit_list_under_the_current_me
     # stop 54. Fitted again from the same databases by today's distill, its rules ship 9 more configs: each held back
     # then because the latest span round had not timed it at N of some alignment class, a class it no longer covers
     # (a rule waits only for the classes it applies at, stop 68). fit-h100.sh adds the H100's A/B fits as 108c2c1d
-    # has them, so the candidate launches differently from the shipped file only through those 9 configs (the notes
+    # has them, so the candidate launches differently from 108c2c1d only through those 9 configs (the notes
     # of 4 rules still held back name fewer classes).
     out = tmp_path / "fit.yaml"
     proc = subprocess.run(["bash", os.path.join(FITS, "fit-h100.sh"), os.path.join(FITS, "h100-s52.txt"), str(out)],
@@ -57,7 +57,7 @@ def test_the_h100_candidate_of_stop_87_is_the_h100_fit_list_under_the_current_me
     fitted = load(str(out))
     assert fitted.digest() == load(os.path.join(fx.ROOT, "experiments", "candidates", "h100-s87.yaml")).digest()
     assert fitted.digest().startswith("715d722d")
-    shipped = load(os.path.join(fx.ROOT, "heuristics", "h100.yaml"))
+    shipped = load(os.path.join(fx.ROOT, "experiments", "candidates", "h100-s85b.yaml"))  # 108c2c1d, shipped stop 86
     assert fitted.mix_autotune == shipped.mix_autotune and fitted.unsplit == shipped.unsplit == ()
     assert fitted.provenance["parameters"]["settle_applied_classes"] is True
     assert "settle_applied_classes" not in shipped.provenance["parameters"]
