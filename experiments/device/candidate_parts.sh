@@ -3,8 +3,8 @@
 #
 #   bash experiments/device/candidate_parts.sh CANDIDATE.yaml SET STOP
 #
-#   PART=tests: the 23 GPU tests with CANDIDATE installed as heuristics/h200.yaml, in two steps (c, d; about 230 and
-#               330 s at stop 75, when d overran what one call had left), each test file's log under $OUT;
+#   PART=tests: the GPU tests with CANDIDATE installed as its GPU's heuristics/h200.yaml or h100.yaml, in two steps
+#               (c, d; about 230 and 330 s at stop 75, when d overran what one call had left), each log under $OUT;
 #               PART=tests-c and PART=tests-d run one step each, a call apiece;
 #   PART=model: its step of MODEL (default `gpt2-768-t400`), 5 rounds, the default compiled twice
 #               (db/models-h200-sSTOP.sqlite);
@@ -22,13 +22,16 @@ if [ -n "$want" ] && command -v nvidia-smi > /dev/null; then
   have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
   [ "$have" = "$want" ] || { echo "candidate_parts.sh: $cand is for $want; GPU 0 is $have: nothing run" >&2; exit 2; }
 fi
+# The tests run with the candidate in place of the shipped file of its GPU (an H100 candidate over heuristics/h100.yaml).
+installed=heuristics/h200.yaml
+case "$want" in *H100*) installed=heuristics/h100.yaml ;; esac
 if [ -n "${SAMPLES:-}" ]; then
   digest=$(python3 -c "from inductor_tune.runtime.rulefile import load; print(load('$cand').digest()[:8])")
   BUDGET=$B exec bash experiments/device/bestfound.sh experiments/bestfound-set$set bestfound$set "$cand" "$digest"
 fi
 gpu_tests () {  # $1: the log's name, $2: the test files
   BUDGET=$((B - ($(date +%s) - T0))) bash experiments/device/steps.sh \
-    "cp $cand heuristics/h200.yaml && python3 -m pytest -v --tb=short -m gpu -p no:cacheprovider -p no:warnings \
+    "cp $cand $installed && python3 -m pytest -v --tb=short -m gpu -p no:cacheprovider -p no:warnings \
      -rs $2 > \$OUT/pytest-$1.log 2>&1; tail -3 \$OUT/pytest-$1.log"
 }
 tests_c="tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py tests/test_gpu_unsplit_types.py"

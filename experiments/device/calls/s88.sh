@@ -5,7 +5,8 @@
 #         (experiments/candidates/h100-s87.yaml: the H100 fit list under the current method plus 108c2c1d's A/B fits;
 #         db/heldout-h100-13.sqlite), once; where it passes, the model steps whose kernels it launches differently from
 #         108c2c1d or that experiments/model_launches.py cannot compare (db/models-h100-s88.sqlite).
-#   H100, PART=tests: GPU tests parts c and d with that file installed as heuristics/h100.yaml ($OUT/pytest-h100-*.log).
+#   H100, PART=tests: GPU tests parts c and d with that file installed as heuristics/h100.yaml (candidate_parts.sh;
+#         $OUT/pytest-{c,d}.log).
 #   H100, PART=models: the other two steps of stop 55's five with it (db/models-h100-s88b.sqlite).
 #   H100, PART=coverage: as s87.sh's H100 item, set 13's best-found studies first (validated with CAND, default
 #         experiments/candidates/h100-s87.yaml), then the coverage14 studies.
@@ -25,20 +26,13 @@ models() {  # $1: the database's suffix, $2: the models
   echo "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h100-s88$1.sqlite \
    --models $2 2>&1 | grep -v 'Warning\\|warn\\|^$' | tail -10"
 }
-tests() {  # $1: the log's name, $2: the test files
-  echo "cp $cand heuristics/h100.yaml && python3 -m pytest -v --tb=short -m gpu -p no:cacheprovider -p no:warnings \
-   -rs $2 > \$OUT/pytest-h100-$1.log 2>&1; tail -3 \$OUT/pytest-h100-$1.log"
-}
 case "${PART:-score}" in
   score)
     BUDGET=$B exec bash experiments/device/steps.sh \
       "python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/h100-set13-draw.json \
        --rounds 3 --storage sqlite:///db/heldout-h100-13.sqlite 2>&1 | tail -9 | tee -a /dev/stderr | grep -qx PASS \
        && $(models "" llama-2048,llama-4096,gpt2-2048,gpt2-768-t32768)" ;;
-  tests)
-    BUDGET=$B exec bash experiments/device/steps.sh \
-      "$(tests c "tests/test_gpu_heuristics.py tests/test_gpu_multi_kernel.py tests/test_gpu_unsplit_types.py")" \
-      "$(tests d "tests/test_gpu_models.py tests/test_gpu.py")" ;;
+  tests) PART=tests BUDGET=$B exec bash experiments/device/candidate_parts.sh "$cand" 13 88 ;;
   models) BUDGET=$B exec bash experiments/device/steps.sh "$(models b llama-8192,gpt2-1024)" ;;
   coverage)
     T0=$(date +%s)
