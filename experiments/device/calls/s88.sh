@@ -8,6 +8,8 @@
 #   H100, PART=tests: GPU tests parts c and d with that file installed as heuristics/h100.yaml (candidate_parts.sh;
 #         $OUT/pytest-{c,d}.log).
 #   H100, PART=models: the other two steps of stop 55's five with it (db/models-h100-s88b.sqlite).
+#   H100, PART=rest: the steps PART=score and PART=models time after llama-2048, as two steps of one call (s89.sh).
+#   MODELS_DB names the model steps' databases (default models-h100-s88: db/models-h100-s88.sqlite and ...s88b).
 #   H100, PART=coverage: as s87.sh's H100 item, set 13's best-found studies first (validated with CAND, default
 #         experiments/candidates/h100-s87.yaml), then the coverage14 studies.
 # Pack with `bash experiments/device/pack.sh STASH experiments/candidates/h100-s87.yaml -- db/quack.sqlite` (H200:
@@ -23,7 +25,7 @@ case "$have" in
   *) echo "s88.sh: no item for GPU 0 ($have)" >&2; exit 2 ;;
 esac
 models() {  # $1: the database's suffix, $2: the models
-  echo "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h100-s88$1.sqlite \
+  echo "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/${MODELS_DB:-models-h100-s88}$1.sqlite \
    --models $2 2>&1 | grep -v 'Warning\\|warn\\|^$' | tail -10"
 }
 case "${PART:-score}" in
@@ -34,6 +36,8 @@ case "${PART:-score}" in
        && $(models "" llama-2048,llama-4096,gpt2-2048,gpt2-768-t32768)" ;;
   tests) PART=tests BUDGET=$B exec bash experiments/device/candidate_parts.sh "$cand" 13 88 ;;
   models) BUDGET=$B exec bash experiments/device/steps.sh "$(models b llama-8192,gpt2-1024)" ;;
+  rest) BUDGET=$B exec bash experiments/device/steps.sh "$(models "" llama-4096,gpt2-2048,gpt2-768-t32768)" \
+          "$(models b llama-8192,gpt2-1024)" ;;
   coverage)
     T0=$(date +%s)
     digest=$(python3 -c "from inductor_tune.runtime.rulefile import load; print(load('$cand').digest()[:8])")
@@ -44,5 +48,5 @@ case "${PART:-score}" in
        --storage sqlite:///db/coverage14-h100-$part.sqlite 2>&1 | tail -14")
     done
     BUDGET=$((B - ($(date +%s) - T0))) exec bash experiments/device/steps.sh "${steps[@]}" ;;
-  *) echo "s88.sh: PART=score, tests, models or coverage" >&2; exit 2 ;;
+  *) echo "s88.sh: PART=score, tests, models, rest or coverage" >&2; exit 2 ;;
 esac
