@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Prepared at stop 89 (docs/rules.md, "The next GPU runs", 0): the H100 refit on the H100's own studies, after s90.sh
+# has brought back the coverage14 and coverage15 studies. H100 only; every part is resumable and fits in one call.
+#   a: crossmeasure of the size groups of the H100's own studies (the list's db/coverage1{4,5}-h100-* and
+#      db/bestfound-h100-*: plans from the H100's studies, no --candidates-from; 62 shapes and 217 (shape, config)
+#      pairs planned on the CPU at stop 89 before coverage14 mix-bwd and coverage15 ran), then span round 1 over the
+#      families a fit on everything before it changes or holds back against heuristics/h100.yaml (715d722d);
+#   b: span round 2 the same way, then the candidate experiments/candidates/h100-s91.yaml (fit-h100.sh on the whole
+#      list, copied to $OUT);
+#   score: its one score on H100 held-out set 14 (seed 2112, drawn at stop 89 before any of this; db/heldout-h100-14.sqlite);
+#   models: where set 14 passed, the six model steps (db/models-h100-s91.sqlite);
+#   tests (or tests-c, tests-d, a call each): where those passed, the GPU tests with it installed (candidate_parts.sh).
+# Pack with `bash experiments/device/pack.sh STASH heuristics/h100.yaml [experiments/candidates/h100-s91.yaml] --
+# $(sed 1,2d experiments/fits/h100-s91.txt | grep . | while read -r d; do [ -f "$d" ] && echo "$d"; done)
+# db/mix-e2e-sweep-h100-*.sqlite db/unsplit-h100-*.sqlite` (fit-h100.sh's A/B records).
+set -u
+list=experiments/fits/h100-s91.txt; cand=experiments/candidates/h100-s91.yaml
+B=${BUDGET:-560}
+AV=$(ls experiments/heldout/*-draw.json | paste -sd,)
+before() {  # the list's databases before $1 (a line of the list), as one line
+  sed 1,2d $list | grep . | sed "\|^$1\$|,\$d" | paste -sd' '
+}
+span_round() {  # $1: the round, $2: its seed
+  local db=db/crossmeasure-h100-s91-span$1.sqlite
+  printf '%s' "mkdir -p /tmp/s91 && sed 1,2d $list | grep . | sed '\|^$db\$|,\$d' > /tmp/s91/list$1.body && \
+   { head -2 $list; cat /tmp/s91/list$1.body; } > /tmp/s91/list$1.txt && \
+   bash experiments/fits/fit-h100.sh /tmp/s91/list$1.txt /tmp/s91/pre$1.yaml > /tmp/s91/pre$1.out 2>&1 && \
+   python3 -m inductor_tune crossmeasure $(before "$db") --candidates-from H200 --kernels \
+   \$(python3 experiments/fits/changed_kernels.py heuristics/h100.yaml /tmp/s91/pre$1.yaml --held-back) \
+   --span-probes 5 --edge-probes 1 --seed $2 --rounds 3 --max-configs 6 --no-progress --avoid-draw $AV \
+   --storage db/crossmeasure-h100-s91-span$1.sqlite 2>&1 | tail -4"
+}
+have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$have" in
+  "NVIDIA H100"*) ;;
+  *) echo "s91.sh: the H100 refit runs on an H100 (GPU 0 is $have)" >&2; exit 2 ;;
+esac
+own=$(sed 1,2d $list | grep -E '^db/(coverage1[45]-h100-|bestfound-h100-)' | paste -sd' ')
+case "${PART:-a}" in
+  a) BUDGET=$B exec bash experiments/device/steps.sh \
+      "python3 -m inductor_tune crossmeasure $own --top 2 --neighbours 1 --max-configs 6 --rounds 3 --no-progress \
+       --avoid-draw $AV --storage db/crossmeasure-h100-s91.sqlite 2>&1 | tail -4" \
+      "$(span_round 1 911)" ;;
+  b) BUDGET=$B exec bash experiments/device/steps.sh "$(span_round 2 912)" \
+      "bash experiments/fits/fit-h100.sh $list $cand > \$OUT/fit-h100-s91.txt 2>&1 && cp $cand \$OUT/" ;;
+  score) BUDGET=$B exec bash experiments/device/steps.sh \
+      "python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/h100-set14-draw.json \
+       --rounds 3 --storage sqlite:///db/heldout-h100-14.sqlite 2>&1 | grep -v 'Warning\|warn\|^$' | tail -9" ;;
+  models) BUDGET=$B exec bash experiments/device/steps.sh \
+      "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h100-s91.sqlite \
+       --models ${MODELS:-llama-2048,llama-4096,gpt2-2048,gpt2-768-t32768} 2>&1 | grep -v 'Warning\|warn\|^$' | tail -10" \
+      "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h100-s91b.sqlite \
+       --models llama-8192,gpt2-1024 2>&1 | grep -v 'Warning\|warn\|^$' | tail -10" ;;
+  tests|tests-c|tests-d) BUDGET=$B exec bash experiments/device/candidate_parts.sh "$cand" 14 91 ;;
+  *) echo "s91.sh: PART=a, b, score, models, tests, tests-c or tests-d" >&2; exit 2 ;;
+esac
