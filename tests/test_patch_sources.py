@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import distill_fixtures as fx
 import pytest
@@ -164,3 +165,21 @@ def test_no_hook_rebinds_a_name_of_the_function_it_sits_in():
             assert not clash, f"{hook.what}: the hook rebinds {sorted(clash)} of {getattr(host, 'name', hook.path)}"
             checked += 1
     assert checked == len(patch_mod.hooks_for(INSTALLED))
+
+
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+def test_the_committed_patch_is_what_patch_makes_from_the_shipped_file(gpu, tmp_path):
+    """A reviewer reads `patches/`; a shipped file refitted without its patches regenerated would propose
+    rules that no longer ship (stop 89 shipped 715d722d and regenerated the H100's three)."""
+    committed = os.path.join(fx.ROOT, "patches", f"{gpu}-torch{torch.__version__.split('+')[0]}.patch")
+    if not os.path.exists(committed):
+        pytest.skip(f"no committed patch for torch {torch.__version__}")
+    with open(committed) as fh:
+        text = fh.read()
+    if f"against torch {torch.__version__}." not in text.splitlines()[0]:
+        pytest.skip(f"{os.path.basename(committed)} was made against another build than torch {torch.__version__}")
+    out = tmp_path / "made.patch"
+    proc = subprocess.run([sys.executable, "-m", "inductor_tune", "patch", os.path.join("heuristics", f"{gpu}.yaml"),
+                           "--out", str(out)], capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == text
