@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Prepared at stop 89 (docs/rules.md, "The next GPU runs", 0): the H100 refit on the H100's own studies, after s90.sh
-# has brought back the coverage14 and coverage15 studies. H100 only; every part is resumable and fits in one call.
+# Prepared at stop 89 (docs/rules.md, "The next GPU runs", 0): the H100 refit on the 95 H200 studies no H100 fit
+# planned and on the H100's own studies, after s90.sh has brought back the coverage14 and coverage15 studies. H100
+# only; every part is resumable (a part the limit cuts is run again and goes on where it stopped).
+#   h200: crossmeasure of the 95 H200 study databases of the list (h200-s76.txt's, not in h100-s52.txt: 539 of their
+#      995 studies have fewer than 2048 rows and 78 more than 131072, where no H100 rule reaches) with
+#      --candidates-from H200 (828 shapes and 4728 (shape, config) pairs planned on the CPU at stop 89; about 1,200 s,
+#      two or three calls; db/crossmeasure-h100-s91-h200.sqlite);
 #   a: crossmeasure of the size groups of the H100's own studies (the list's db/coverage1{4,5}-h100-* and
 #      db/bestfound-h100-*: plans from the H100's studies, no --candidates-from; 62 shapes and 217 (shape, config)
 #      pairs planned on the CPU at stop 89 before coverage14 mix-bwd and coverage15 ran), then span round 1 over the
@@ -36,7 +41,12 @@ case "$have" in
   *) echo "s91.sh: the H100 refit runs on an H100 (GPU 0 is $have)" >&2; exit 2 ;;
 esac
 own=$(sed 1,2d $list | grep -E '^db/(coverage1[45]-h100-|bestfound-h100-)' | paste -sd' ')
-case "${PART:-a}" in
+h200=$(sed 1,2d $list | grep . | sed '\|^db/crossmeasure-h100-s91-h200.sqlite$|,$d' | grep -vxF -f <(sed 1,2d \
+  experiments/fits/h100-s52.txt | grep .) | paste -sd' ')
+case "${PART:-h200}" in
+  h200) BUDGET=$B exec bash experiments/device/steps.sh \
+      "python3 -m inductor_tune crossmeasure $h200 --candidates-from H200 --top 2 --neighbours 1 --max-configs 6 \
+       --rounds 3 --no-progress --avoid-draw $AV --storage db/crossmeasure-h100-s91-h200.sqlite 2>&1 | tail -4" ;;
   a) BUDGET=$B exec bash experiments/device/steps.sh \
       "python3 -m inductor_tune crossmeasure $own --top 2 --neighbours 1 --max-configs 6 --rounds 3 --no-progress \
        --avoid-draw $AV --storage db/crossmeasure-h100-s91.sqlite 2>&1 | tail -4" \
@@ -52,5 +62,5 @@ case "${PART:-a}" in
       "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h100-s91b.sqlite \
        --models llama-8192,gpt2-1024 2>&1 | grep -v 'Warning\|warn\|^$' | tail -10" ;;
   tests|tests-c|tests-d) BUDGET=$B exec bash experiments/device/candidate_parts.sh "$cand" 14 91 ;;
-  *) echo "s91.sh: PART=a, b, score, models, tests, tests-c or tests-d" >&2; exit 2 ;;
+  *) echo "s91.sh: PART=h200, a, b, score, models, tests, tests-c or tests-d" >&2; exit 2 ;;
 esac
