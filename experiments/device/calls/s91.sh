@@ -25,15 +25,14 @@ AV=$(ls experiments/heldout/*-draw.json | paste -sd,)
 before() {  # the list's databases before $1 (a line of the list), as one line
   sed 1,2d $list | grep . | sed "\|^$1\$|,\$d" | paste -sd' '
 }
-span_round() {  # $1: the round, $2: its seed
+span_round() {  # $1: the round, $2: its seed; the fit before it reads the list up to the round's own database
   local db=db/crossmeasure-h100-s91-span$1.sqlite
-  printf '%s' "mkdir -p /tmp/s91 && sed 1,2d $list | grep . | sed '\|^$db\$|,\$d' > /tmp/s91/list$1.body && \
-   { head -2 $list; cat /tmp/s91/list$1.body; } > /tmp/s91/list$1.txt && \
-   bash experiments/fits/fit-h100.sh /tmp/s91/list$1.txt /tmp/s91/pre$1.yaml > /tmp/s91/pre$1.out 2>&1 && \
+  mkdir -p /tmp/s91 && { head -2 $list; before "$db" | tr ' ' '\n'; } > /tmp/s91/list$1.txt
+  printf '%s' "bash experiments/fits/fit-h100.sh /tmp/s91/list$1.txt /tmp/s91/pre$1.yaml > /tmp/s91/pre$1.out 2>&1 && \
    python3 -m inductor_tune crossmeasure $(before "$db") --candidates-from H200 --kernels \
    \$(python3 experiments/fits/changed_kernels.py heuristics/h100.yaml /tmp/s91/pre$1.yaml --held-back) \
    --span-probes 5 --edge-probes 1 --seed $2 --rounds 3 --max-configs 6 --no-progress --avoid-draw $AV \
-   --storage db/crossmeasure-h100-s91-span$1.sqlite 2>&1 | tail -4"
+   --storage $db 2>&1 | tail -4"
 }
 have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$have" in
@@ -41,8 +40,8 @@ case "$have" in
   *) echo "s91.sh: the H100 refit runs on an H100 (GPU 0 is $have)" >&2; exit 2 ;;
 esac
 own=$(sed 1,2d $list | grep -E '^db/(coverage1[45]-h100-|bestfound-h100-)' | paste -sd' ')
-h200=$(sed 1,2d $list | grep . | sed '\|^db/crossmeasure-h100-s91-h200.sqlite$|,$d' | grep -vxF -f <(sed 1,2d \
-  experiments/fits/h100-s52.txt | grep .) | paste -sd' ')
+h200=$(before db/crossmeasure-h100-s91-h200.sqlite | tr ' ' '\n' | grep -vxF -f <(sed 1,2d experiments/fits/h100-s52.txt) \
+  | paste -sd' ')
 case "${PART:-h200}" in
   h200) BUDGET=$B exec bash experiments/device/steps.sh \
       "python3 -m inductor_tune crossmeasure $h200 --candidates-from H200 --top 2 --neighbours 1 --max-configs 6 \
