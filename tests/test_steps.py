@@ -125,3 +125,13 @@ def test_a_call_that_sends_its_output_to_the_log_still_gets_its_databases(tmp_pa
     env = _env(tmp_path, out)
     subprocess.run(["bash", str(STEPS), "touch db/fill.sqlite"], cwd=work, env=env, check=True, timeout=120)
     assert [p.name for p in (out / "db").iterdir()] == ["fill.sqlite"]
+
+
+def test_a_database_over_the_size_a_call_returns_comes_back_packed(tmp_path):
+    # A call returns files of at most 16 MiB: stop 90's first crossmeasure database (544 s of device time) was larger,
+    # did not come back, and the device's copy was gone by the next call.
+    work, out = _run(tmp_path, "truncate -s 17M db/big.sqlite && touch db/small.sqlite")
+    assert not (out / "db").exists()
+    listing = subprocess.run(["tar", "tJf", str(out / "db.tar.xz")], capture_output=True, text=True, check=True)
+    assert sorted(listing.stdout.split()) == ["db/big.sqlite", "db/small.sqlite"]
+    assert (out / "db.tar.xz").stat().st_size < 2**20

@@ -33,11 +33,13 @@ bring_back() {
     [ ! -f "$f-wal" ] || python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
 c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$f" >> "$LOG" 2>&1
   done
-  # A call returns at most 8 files from $OUT (stop 48 lost a ninth): past that, the databases come back as one tarball.
+  # A call returns at most 8 files from $OUT (stop 48 lost a ninth), each at most 16 MiB (stop 90 lost a 544 s
+  # crossmeasure database over it): past either, the databases come back as one tarball (xz shrinks SQLite ~15x).
   mapfile -t changed < <(find db -name '*.sqlite' -newer "$mark")
   rm -rf "$OUT/db" "$OUT/db.tar.xz"
   others=$(find "$OUT" -type f | wc -l)
-  if [ $((others + ${#changed[@]})) -le 8 ]; then
+  large=$( [ ${#changed[@]} -eq 0 ] || find "${changed[@]}" -size +15M | wc -l)
+  if [ $((others + ${#changed[@]})) -le 8 ] && [ "${large:-0}" -eq 0 ]; then
     mkdir -p "$OUT/db"; [ ${#changed[@]} -eq 0 ] || cp "${changed[@]}" "$OUT/db/"
   else
     tar cf - "${changed[@]}" | xz -6 -T0 > "$OUT/db.tar.xz"
