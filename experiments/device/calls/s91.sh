@@ -15,6 +15,9 @@
 #   score: its one score on H100 held-out set 14 (seed 2112, drawn at stop 89 before any of this; db/heldout-h100-14.sqlite);
 #   models: where set 14 passed, the six model steps (db/models-h100-s91.sqlite);
 #   tests (or tests-c, tests-d, a call each): where those passed, the GPU tests with it installed (candidate_parts.sh).
+#   samples: after score, set 14's clean best found with it: the studies at its 12 best-found samples
+#      (experiments/bestfound-h100-set14{,-large}, drawn with the set; no fit reads them) and both suites validated
+#      with the candidate (bestfound.sh; db/bestfound-h100-14*.sqlite).
 # Pack with `bash experiments/device/pack.sh STASH heuristics/h100.yaml [experiments/candidates/h100-s91.yaml] --
 # $(sed 1,2d experiments/fits/h100-s91.txt | grep . | while read -r d; do [ -f "$d" ] && echo "$d"; done)
 # db/mix-e2e-sweep-h100-*.sqlite db/unsplit-h100-*.sqlite` (fit-h100.sh's A/B records).
@@ -61,5 +64,10 @@ case "${PART:-h200}" in
       "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h100-s91b.sqlite \
        --models llama-8192,gpt2-1024 2>&1 | grep -v 'Warning\|warn\|^$' | tail -10" ;;
   tests|tests-c|tests-d) BUDGET=$B exec bash experiments/device/candidate_parts.sh "$cand" 14 91 ;;
-  *) echo "s91.sh: PART=h200, a, b, score, models, tests, tests-c or tests-d" >&2; exit 2 ;;
+  samples)
+    [ -f "$cand" ] || { echo "s91.sh: PART=samples reads $cand, which PART=b writes" >&2; exit 2; }
+    digest=$(python3 -c "from inductor_tune.runtime.rulefile import load; print(load('$cand').digest()[:8])") || exit 2
+    BUDGET=$B exec bash experiments/device/bestfound.sh experiments/bestfound-h100-set14 bestfound-h100-14 "$cand" \
+      "$digest" ;;
+  *) echo "s91.sh: PART=h200, a, b, score, models, tests, tests-c, tests-d or samples" >&2; exit 2 ;;
 esac
