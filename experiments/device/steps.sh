@@ -38,8 +38,8 @@ c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$f" >> "$LOG" 2>&1
   mapfile -t changed < <(find db -name '*.sqlite' -newer "$mark")
   rm -rf "$OUT/db" "$OUT/db.tar.xz"
   others=$(find "$OUT" -type f | wc -l)
-  large=$( [ ${#changed[@]} -eq 0 ] || find "${changed[@]}" -size +15M | wc -l)
-  if [ $((others + ${#changed[@]})) -le 8 ] && [ "${large:-0}" -eq 0 ]; then
+  large=0; [ ${#changed[@]} -eq 0 ] || large=$(find "${changed[@]}" -size +15M | wc -l)
+  if [ $((others + ${#changed[@]})) -le 8 ] && [ "$large" -eq 0 ]; then
     mkdir -p "$OUT/db"; [ ${#changed[@]} -eq 0 ] || cp "${changed[@]}" "$OUT/db/"
   else
     tar cf - "${changed[@]}" | xz -6 -T0 > "$OUT/db.tar.xz"
