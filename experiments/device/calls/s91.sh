@@ -31,7 +31,8 @@ before() {  # the list's databases before $1 (a line of the list), as one line
 span_round() {  # $1: the round, $2: its seed; the fit before it reads the list up to the round's own database
   local db=db/crossmeasure-h100-s91-span$1.sqlite
   mkdir -p /tmp/s91 && { head -2 $list; before "$db" | tr ' ' '\n'; } > /tmp/s91/list$1.txt
-  printf '%s' "bash experiments/fits/fit-h100.sh /tmp/s91/list$1.txt /tmp/s91/pre$1.yaml > /tmp/s91/pre$1.out 2>&1 && \
+  # unsplit_fit refuses to overwrite, and a warm machine keeps /tmp: a cut round's fit is redone from scratch
+  printf '%s' "rm -f /tmp/s91/pre$1.yaml && bash experiments/fits/fit-h100.sh /tmp/s91/list$1.txt /tmp/s91/pre$1.yaml > /tmp/s91/pre$1.out 2>&1 && \
    python3 -m inductor_tune crossmeasure $(before "$db") --candidates-from H200 --kernels \
    \$(python3 experiments/fits/changed_kernels.py heuristics/h100.yaml /tmp/s91/pre$1.yaml --held-back) \
    --span-probes 5 --edge-probes 1 --seed $2 --rounds 3 --max-configs 6 --no-progress --avoid-draw $AV \
