@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-SCHEMA_VERSION = 5  # 2: it_lease; 3: it_validation; 4: it_crossmeasure; 5: it_verdict_confirmation
+SCHEMA_VERSION = 6  # 2: it_lease; 3: it_validation; 4: it_crossmeasure; 5: it_verdict_confirmation; 6: it_origin_list
 
 
 class StoreError(RuntimeError):

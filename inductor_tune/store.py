@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import json
 from typing import Any, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy import orm
+from sqlalchemy.dialects import postgresql, sqlite
 
 # The URL and file checks live in dbfiles; their names stay importable from here.
 from .dbfiles import (SCHEMA_VERSION, StoreError, check_url, default_sqlite_url, error_line,  # noqa: F401
@@ -104,13 +106,27 @@ class CrossMeasureRecord(Base):
     dtype: orm.Mapped[str] = orm.mapped_column(sa.String(10))
     configs_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # TrialConfig JSON per config, default first
     rounds_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # per config, the median ms of each round
-    origin_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # per config, the shapes whose studies proposed it
+    # Per config, the shapes whose studies proposed it.  Stored (schema 6) as ORIGIN_REF + the digest of
+    # its it_origin_list row; crossmeasures() returns the JSON itself, and records of older schemas hold it.
+    origin_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
     # per config: normwise error against float64, and why it has no times (compile error, wrong result)
     checks_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
     timing_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
     replayed: orm.Mapped[bool] = orm.mapped_column(default=False)
     created: orm.Mapped[dt.datetime] = orm.mapped_column(default=_now)
     gpu: orm.Mapped[Gpu] = orm.relationship()
+
+
+ORIGIN_REF = "sha256:"  # JSON text never starts with a letter, so a reference cannot be taken for a list
+
+
+class OriginList(Base):
+    """One distinct ``origin_json`` text, stored once: with ``--candidates-from`` over many databases each
+    record's list names about a thousand shapes, and the records of a run share a few hundred lists."""
+
+    __tablename__ = "it_origin_list"
+    digest: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)  # sha256 hex of origin_json
+    origin_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
 
 
 class TrialRecord(Base):
@@ -207,6 +223,7 @@ class Store:
         check_url(url, create)
         connect_args = {"timeout": 60} if url.startswith("sqlite") else {}
         self.url = url
+        self._origin_lists = False
         self.engine = sa.create_engine(url, connect_args=connect_args, future=True)
         self._sessions = orm.sessionmaker(self.engine, expire_on_commit=False)
         try:
@@ -276,15 +293,56 @@ class Store:
             return list(s.scalars(sa.select(ValidationRecord).order_by(ValidationRecord.id)))
 
     def add_crossmeasure(self, **fields: Any) -> int:
-        return self._insert(CrossMeasureRecord(**fields))
+        """Store one record, its ``origin_json`` as a reference to its list in it_origin_list (written in
+        the same transaction; a store opened without create on a database older than schema 6 has no such
+        table and keeps the list in the record, as such databases do)."""
+        origins = fields.get("origin_json")
+        if not isinstance(origins, str) or not self._has_origin_lists():
+            return self._insert(CrossMeasureRecord(**fields))
+        for attempt in range(2):  # without insert-or-ignore, another process may add the list first
+            try:
+                with self.session() as s:
+                    record = CrossMeasureRecord(**dict(fields, origin_json=self.intern_origins(s, origins)))
+                    s.add(record)
+                    s.flush()
+                    return record.id
+            except StoreError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def intern_origins(self, conn: orm.Session | sa.Connection, origin_json: str) -> str:
+        """The reference to ``origin_json`` in it_origin_list, its row added there through ``conn`` if absent."""
+        digest = hashlib.sha256(origin_json.encode()).hexdigest()
+        table = OriginList.__table__
+        dialect = {"sqlite": sqlite, "postgresql": postgresql}.get(self.engine.dialect.name)
+        if dialect is not None:  # a row another writer added meanwhile holds the same text: nothing to do
+            conn.execute(dialect.insert(table).values(digest=digest, origin_json=origin_json).on_conflict_do_nothing())
+        elif conn.execute(sa.select(table.c.digest).where(table.c.digest == digest)).first() is None:
+            conn.execute(sa.insert(table).values(digest=digest, origin_json=origin_json))  # a race: IntegrityError
+        return ORIGIN_REF + digest
 
     def crossmeasures(self) -> list[CrossMeasureRecord]:
-        """Every cross-measure record, oldest first (absent in databases older than schema 4)."""
+        """Every cross-measure record, oldest first (absent in databases older than schema 4), its
+        ``origin_json`` the JSON text however stored, set as a loaded value: nothing is written back."""
         if not self._has_table(CrossMeasureRecord):
             return []
         with self.session() as s:
-            return list(s.scalars(sa.select(CrossMeasureRecord).options(orm.joinedload(CrossMeasureRecord.gpu))
-                                  .order_by(CrossMeasureRecord.id)))
+            records = list(s.scalars(sa.select(CrossMeasureRecord).options(orm.joinedload(CrossMeasureRecord.gpu))
+                                     .order_by(CrossMeasureRecord.id)))
+            refs = [r for r in records if r.origin_json.startswith(ORIGIN_REF)]
+            if not refs:
+                return records
+            # Every list at once: records share few, and an IN of many could pass SQLite's parameter limit.
+            rows = s.execute(sa.select(OriginList.digest, OriginList.origin_json)) if self._has_table(OriginList) else ()
+            lists = {digest: text for digest, text in rows}
+            for record in refs:
+                digest = record.origin_json[len(ORIGIN_REF):]
+                if digest not in lists:
+                    raise StoreError(f"{shown(self.url)} is damaged: crossmeasure record {record.id} refers to "
+                                     f"origin list {digest[:16]}, which it_origin_list lacks")
+                orm.attributes.set_committed_value(record, "origin_json", lists[digest])
+            return records
 
     def gpu_id(self, key: str) -> int | None:
         """The id of the ``it_gpu`` row keyed ``key``, or None where this storage has none."""
@@ -431,6 +489,11 @@ class Store:
             return None
         with self.session() as s:
             return s.scalar(sa.select(VerdictConfirmation).where(VerdictConfirmation.study_id == study_id))
+
+    def _has_origin_lists(self) -> bool:
+        # Once there, a table stays: ask the database until it has it.
+        self._origin_lists = self._origin_lists or self._has_table(OriginList)
+        return self._origin_lists
 
     def _has_table(self, model: type[Base]) -> bool:
         try:

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from inductor_tune import distill
 from inductor_tune.heuristics import Heuristics, RuleSpec
 from inductor_tune.space import SlotConfig
-from inductor_tune.store import CrossMeasureRecord, Gpu, Store, Study, TrialRecord, Verdict
+from inductor_tune.store import CrossMeasureRecord, Gpu, OriginList, Store, Study, TrialRecord, Verdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GPU = "NVIDIA-H200/sm90x132/torch2.11.0+cu130/triton3.6.0"
@@ -72,6 +72,10 @@ def _copy_subset(source: str, dest: str, prefixes: list[str] | None, shapes=FIXT
             rows = [dict(r) for r in s.execute(sa.select(table).order_by(table.c.id)).mappings()
                     if (r["kernel"], r["rows"], r["cols"], r["dtype"]) in shapes and r["id"] <= CROSSMEASURE_MAX_ID]
             d.execute(sa.insert(table), rows)
+            if src._has_table(OriginList):  # the lists the copied records refer to (schema 6 on)
+                lists = [dict(r) for r in s.execute(sa.select(OriginList.__table__)).mappings()]
+                if lists:
+                    d.execute(sa.insert(OriginList.__table__), lists)
         else:
             studies = [r for r in s.execute(sa.select(Study.__table__)).mappings()
                        if any(r["name"].startswith(p + "@") for p in prefixes)]

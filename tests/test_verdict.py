@@ -214,4 +214,4 @@ def test_old_databases_are_read_as_they_are_and_upgraded_only_by_a_writer(tmp_pa
     assert [r for r in study_rows(reader) if r.verdict.startswith("improved")]
     assert path.read_bytes() == before
     writer = Store(f"sqlite:///{path}")
-    assert version() == SCHEMA_VERSION == 5 and writer.confirmation(study.id) is None
+    assert version() == SCHEMA_VERSION == 6 and writer.confirmation(study.id) is None
