@@ -3,8 +3,8 @@
 Records written before schema 6 hold each config's proposing shapes in full in ``it_crossmeasure.origin_json``;
 with ``--candidates-from`` over many databases that is about a thousand names a record, repeated across records
 that share a few hundred distinct lists. DST gets every table and row of SRC with the same ids, each record's
-list moved to ``it_origin_list`` (once per distinct text) and referred to by digest, as a schema-6 writer
-stores it; then the file is vacuumed. Readers see no difference: ``Store.crossmeasures()`` returns the lists.
+lists moved to ``it_origin_list`` (once per distinct list of a config, ``inductor_tune/origin_refs.py``) and
+referred to by digest, as a schema-6 writer stores them; then the file is vacuumed. Readers see no difference: ``Store.crossmeasures()`` returns the lists.
 
 Run it while nothing writes SRC. SRC is never opened, only copied byte for byte into a temporary file in
 DST's folder; all work is on that copy, renamed to DST once done. A SRC with a non-empty ``-wal`` sibling is
@@ -26,7 +26,8 @@ import tempfile
 
 import sqlalchemy as sa
 
-from inductor_tune.store import ORIGIN_REF, CrossMeasureRecord, OriginList, Store, StoreError
+from inductor_tune import origin_refs
+from inductor_tune.store import CrossMeasureRecord, OriginList, Store, StoreError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 FIELDS = tuple(attr.key for attr in sa.inspect(CrossMeasureRecord).column_attrs)
@@ -73,7 +74,7 @@ def intern_all(store: Store) -> None:
     table = CrossMeasureRecord.__table__
     with store.engine.begin() as conn:
         for record_id, text in conn.execute(sa.select(table.c.id, table.c.origin_json)).all():
-            if not text.startswith(ORIGIN_REF):
+            if not origin_refs.is_reference(text):
                 ref = store.intern_origins(conn, text)
                 conn.execute(sa.update(table).where(table.c.id == record_id).values(origin_json=ref))
 

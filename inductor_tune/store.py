@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import json
 from typing import Any, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql, sqlite
+
+from . import origin_refs
 
 # The URL and file checks live in dbfiles; their names stay importable from here.
 from .dbfiles import (SCHEMA_VERSION, StoreError, check_url, default_sqlite_url, error_line,  # noqa: F401
@@ -106,8 +107,8 @@ class CrossMeasureRecord(Base):
     dtype: orm.Mapped[str] = orm.mapped_column(sa.String(10))
     configs_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # TrialConfig JSON per config, default first
     rounds_json: orm.Mapped[str] = orm.mapped_column(sa.Text)  # per config, the median ms of each round
-    # Per config, the shapes whose studies proposed it.  Stored (schema 6) as ORIGIN_REF + the digest of
-    # its it_origin_list row; crossmeasures() returns the JSON itself, and records of older schemas hold it.
+    # Per config, the shapes whose studies proposed it.  Stored (schema 6) as a reference to its rows in
+    # it_origin_list (origin_refs); crossmeasures() returns the JSON itself, and records of older schemas hold it.
     origin_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
     # per config: normwise error against float64, and why it has no times (compile error, wrong result)
     checks_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
@@ -117,12 +118,9 @@ class CrossMeasureRecord(Base):
     gpu: orm.Mapped[Gpu] = orm.relationship()
 
 
-ORIGIN_REF = "sha256:"  # JSON text never starts with a letter, so a reference cannot be taken for a list
-
-
 class OriginList(Base):
-    """One distinct ``origin_json`` text, stored once: with ``--candidates-from`` over many databases each
-    record's list names about a thousand shapes, and the records of a run share a few hundred lists."""
+    """One distinct origin list, stored once: with ``--candidates-from`` over many databases a config's list
+    names about a thousand shapes, and the records of a run share a few hundred (origin_refs)."""
 
     __tablename__ = "it_origin_list"
     digest: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)  # sha256 hex of origin_json
@@ -312,15 +310,20 @@ class Store:
         raise AssertionError("unreachable")
 
     def intern_origins(self, conn: orm.Session | sa.Connection, origin_json: str) -> str:
-        """The reference to ``origin_json`` in it_origin_list, its row added there through ``conn`` if absent."""
-        digest = hashlib.sha256(origin_json.encode()).hexdigest()
+        """The reference to ``origin_json`` in it_origin_list, its rows added there through ``conn`` if absent
+        (per config where it can be: origin_refs)."""
+        per_config, texts = origin_refs.stored_texts(origin_json)
         table = OriginList.__table__
         dialect = {"sqlite": sqlite, "postgresql": postgresql}.get(self.engine.dialect.name)
-        if dialect is not None:  # a row another writer added meanwhile holds the same text: nothing to do
-            conn.execute(dialect.insert(table).values(digest=digest, origin_json=origin_json).on_conflict_do_nothing())
-        elif conn.execute(sa.select(table.c.digest).where(table.c.digest == digest)).first() is None:
-            conn.execute(sa.insert(table).values(digest=digest, origin_json=origin_json))  # a race: IntegrityError
-        return ORIGIN_REF + digest
+        digests = []
+        for text in texts:
+            digests.append(origin_refs.digest(text))
+            row = dict(digest=digests[-1], origin_json=text)
+            if dialect is not None:  # a row another writer added meanwhile holds the same text: nothing to do
+                conn.execute(dialect.insert(table).values(**row).on_conflict_do_nothing())
+            elif conn.execute(sa.select(table.c.digest).where(table.c.digest == digests[-1])).first() is None:
+                conn.execute(sa.insert(table).values(**row))  # a race: IntegrityError, and add_crossmeasure retries
+        return origin_refs.reference(per_config, digests)
 
     def crossmeasures(self) -> list[CrossMeasureRecord]:
         """Every cross-measure record, oldest first (absent in databases older than schema 4), its
@@ -330,19 +333,23 @@ class Store:
         with self.session() as s:
             records = list(s.scalars(sa.select(CrossMeasureRecord).options(orm.joinedload(CrossMeasureRecord.gpu))
                                      .order_by(CrossMeasureRecord.id)))
-            refs = [r for r in records if r.origin_json.startswith(ORIGIN_REF)]
+            refs = [r for r in records if origin_refs.is_reference(r.origin_json)]
             if not refs:
                 return records
             # Every list at once: records share few, and an IN of many could pass SQLite's parameter limit.
             rows = s.execute(sa.select(OriginList.digest, OriginList.origin_json)) if self._has_table(OriginList) else ()
             lists = {digest: text for digest, text in rows}
             for record in refs:
-                digest = record.origin_json[len(ORIGIN_REF):]
-                if digest not in lists:
-                    raise StoreError(f"{shown(self.url)} is damaged: crossmeasure record {record.id} refers to "
-                                     f"origin list {digest[:16]}, which it_origin_list lacks")
-                orm.attributes.set_committed_value(record, "origin_json", lists[digest])
+                orm.attributes.set_committed_value(record, "origin_json", self._resolve(record, lists))
             return records
+
+    def _resolve(self, record: CrossMeasureRecord, lists: dict[str, str]) -> str:
+        per_config, digests = origin_refs.referenced(record.origin_json)
+        for digest in digests:
+            if digest not in lists:
+                raise StoreError(f"{shown(self.url)} is damaged: crossmeasure record {record.id} refers to "
+                                 f"origin list {digest[:16]}, which it_origin_list lacks")
+        return origin_refs.text_of(per_config, [lists[d] for d in digests])
 
     def gpu_id(self, key: str) -> int | None:
         """The id of the ``it_gpu`` row keyed ``key``, or None where this storage has none."""

@@ -57,17 +57,29 @@ def _fields(store):
 def test_a_list_is_stored_once_and_read_back_as_the_text_passed(tmp_path):
     path = tmp_path / "cm.sqlite"
     store = _store(path)
-    assert _rows(path, "select count(*) from it_origin_list") == [(2,)]
+    # One row per distinct config list: "[]" (Inductor's default, proposed by no study), MANY's and OTHER's.
+    assert _rows(path, "select count(*) from it_origin_list") == [(3,)]
     stored = [r[0] for r in _rows(path, "select origin_json from it_crossmeasure order by id")]
-    assert all(s.startswith("sha256:") and len(s) == 71 for s in stored) and stored[0] == stored[1] != stored[2]
+    assert all(s.startswith("sha256[]:") and len(s) == 9 + 64 * 2 + 1 for s in stored)
+    assert stored[0] == stored[1] != stored[2] and stored[0].split(",")[0] == stored[2].split(",")[0]
     assert [r.origin_json for r in store.crossmeasures()] == [MANY, MANY, OTHER]
     # The records are detached with the text as loaded: nothing is written back, by this store or a later one.
     assert [r[0] for r in _rows(path, "select origin_json from it_crossmeasure order by id")] == stored
     assert [r.origin_json for r in Store(f"sqlite:///{path}", create=False).crossmeasures()] == [MANY, MANY, OTHER]
     # A record read back and stored again (as tests and tools copy them) keeps its list and shares its row.
     store.add_crossmeasure(**{f: getattr(store.crossmeasures()[0], f) for f in FIELDS if f not in ("id", "created")})
-    assert _rows(path, "select count(*) from it_origin_list") == [(2,)]
+    assert _rows(path, "select count(*) from it_origin_list") == [(3,)]
     assert store.crossmeasures()[-1].origin_json == MANY
+
+
+@pytest.mark.parametrize("text", ['[[], ["a"]]', '[[],["a"]]', '[["a"], "b"]', '{"a": 1}', "[]", "not json", ""])
+def test_every_text_comes_back_exactly_whatever_its_form(tmp_path, text):
+    # json.dumps' own form of a list of lists is stored per config; any other text is stored whole.
+    path = tmp_path / "cm.sqlite"
+    store = _store(path, origins=(text,))
+    stored = _rows(path, "select origin_json from it_crossmeasure")[0][0]
+    assert stored.startswith("sha256[]:" if text in ('[[], ["a"]]', "[]") else "sha256:")
+    assert [r.origin_json for r in store.crossmeasures()] == [text]
 
 
 PG = os.environ.get("INDUCTOR_TUNE_TEST_PG")
@@ -116,7 +128,7 @@ def test_other_databases_look_the_list_up_before_adding_it(tmp_path, monkeypatch
     monkeypatch.setattr(store.engine.dialect, "name", "mysql")  # no insert-or-ignore construct
     for rows in (1, 2):
         store.add_crossmeasure(**_record(gpu_id, rows, MANY))
-    assert _rows(f"{tmp_path}/cm.sqlite", "select count(*) from it_origin_list") == [(1,)]
+    assert _rows(f"{tmp_path}/cm.sqlite", "select count(*) from it_origin_list") == [(2,)]
     assert [r.origin_json for r in store.crossmeasures()] == [MANY, MANY]
 
 
@@ -150,14 +162,14 @@ def test_a_schema_5_database_reads_as_it_is_and_reading_changes_nothing(tmp_path
     writer.add_crossmeasure(**_record(1, 2000, MANY))
     assert _rows(path, "select version from it_schema") == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 6
     assert [r.origin_json for r in writer.crossmeasures()] == [MANY, MANY]
-    assert _rows(path, "select count(*) from it_origin_list") == [(1,)]
+    assert _rows(path, "select count(*) from it_origin_list") == [(2,)]
 
 
 def test_a_dangling_reference_is_a_damaged_database(tmp_path):
     path = tmp_path / "cm.sqlite"
     _store(path).engine.dispose()
     con = sqlite3.connect(path)
-    con.execute("delete from it_origin_list where origin_json = ?", (OTHER,))
+    con.execute("delete from it_origin_list where origin_json = ?", (json.dumps(json.loads(OTHER)[1]),))
     con.commit()
     con.close()
     with pytest.raises(StoreError, match=r"is damaged: crossmeasure record 3 refers to origin list \w{16}, which"):
@@ -184,12 +196,12 @@ def test_compact_copies_every_row_with_each_list_once(tmp_path, capsys):
     before = src.read_bytes()
     assert compact_origins.main([str(src), str(dst)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"{dst}: 6 crossmeasure records, 2 distinct origin lists, ") and out.count("\n") == 1
+    assert out.startswith(f"{dst}: 6 crossmeasure records, 3 distinct origin lists, ") and out.count("\n") == 1
     assert src.read_bytes() == before and not os.path.exists(f"{src}-wal")
     assert sorted(os.listdir(tmp_path)) == ["new.sqlite", "old.sqlite"]  # no temporary file is left
     assert _rows(dst, "select version from it_schema") == [(6,)] and dst.read_bytes()[18] == before[18] == 1
-    assert _rows(dst, "select count(*) from it_origin_list") == [(2,)]
-    assert all(r[0].startswith("sha256:") for r in _rows(dst, "select origin_json from it_crossmeasure"))
+    assert _rows(dst, "select count(*) from it_origin_list") == [(3,)]
+    assert all(r[0].startswith("sha256[]:") for r in _rows(dst, "select origin_json from it_crossmeasure"))
     assert _rows(dst, "select * from it_gpu") == _rows(src, "select * from it_gpu")
     assert _fields(Store(f"sqlite:///{dst}", create=False)) == _fields(Store(f"sqlite:///{src}", create=False))
     assert os.path.getsize(dst) < os.path.getsize(src)
