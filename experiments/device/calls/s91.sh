@@ -10,8 +10,9 @@
 #      db/bestfound-h100-*: plans from the H100's studies, no --candidates-from; 62 shapes and 217 (shape, config)
 #      pairs planned on the CPU at stop 89 before coverage14 mix-bwd and coverage15 ran), then span round 1 over the
 #      families a fit on everything before it changes or holds back against heuristics/h100.yaml (715d722d);
-#   b: span round 2 the same way, then the candidate experiments/candidates/h100-s91.yaml (fit-h100.sh on the whole
-#      list, copied to $OUT);
+#   b (or rounds): what is left of span round 1, then span round 2 the same way, then the candidate
+#      experiments/candidates/h100-s91.yaml (fit-h100.sh on the whole list, copied to $OUT), as one step: each
+#      begins only when the one before it is complete;
 #   score: its one score on H100 held-out set 14 (seed 2112, drawn at stop 89 before any of this; db/heldout-h100-14.sqlite);
 #   models: where set 14 passed, the six model steps (db/models-h100-s91.sqlite);
 #   tests (or tests-c, tests-d, a call each): where those passed, the GPU tests with it installed (candidate_parts.sh).
@@ -46,6 +47,10 @@ esac
 own=$(sed 1,2d $list | grep -E '^db/(coverage1[45]-h100-|bestfound-h100-)' | paste -sd' ')
 h200=$(before db/crossmeasure-h100-s91-h200.sqlite | tr ' ' '\n' | grep -vxF -f <(sed 1,2d experiments/fits/h100-s52.txt) \
   | paste -sd' ')
+# One step, so that a round starts only once the round before it is complete: a round's plan comes from a fit of
+# every round before it, and a round cut short would give the next one a plan no later call repeats (stop 91).
+rounds="set -o pipefail; $(span_round 1 911) && $(span_round 2 912) && \
+ bash experiments/fits/fit-h100.sh $list $cand > \$OUT/fit-h100-s91.txt 2>&1 && cp $cand \$OUT/"
 case "${PART:-h200}" in
   h200) BUDGET=$B exec bash experiments/device/steps.sh \
       "python3 -m inductor_tune crossmeasure $h200 --candidates-from H200 --top 2 --neighbours 1 --max-configs 6 \
@@ -53,9 +58,8 @@ case "${PART:-h200}" in
   a) BUDGET=$B exec bash experiments/device/steps.sh \
       "python3 -m inductor_tune crossmeasure $own --top 2 --neighbours 1 --max-configs 6 --rounds 3 --no-progress \
        --avoid-draw $AV --storage db/crossmeasure-h100-s91.sqlite 2>&1 | tail -4" \
-      "$(span_round 1 911)" ;;
-  b) BUDGET=$B exec bash experiments/device/steps.sh "$(span_round 2 912)" \
-      "bash experiments/fits/fit-h100.sh $list $cand > \$OUT/fit-h100-s91.txt 2>&1 && cp $cand \$OUT/" ;;
+      "$rounds" ;;
+  b|rounds) BUDGET=$B exec bash experiments/device/steps.sh "$rounds" ;;
   score) BUDGET=$B exec bash experiments/device/steps.sh \
       "python3 -m inductor_tune validate $cand --no-progress --draw experiments/heldout/h100-set14-draw.json \
        --rounds 3 --storage sqlite:///db/heldout-h100-14.sqlite 2>&1 | grep -v 'Warning\|warn\|^$' | tail -9" ;;
@@ -70,5 +74,5 @@ case "${PART:-h200}" in
     digest=$(python3 -c "from inductor_tune.runtime.rulefile import load; print(load('$cand').digest()[:8])") || exit 2
     BUDGET=$B exec bash experiments/device/bestfound.sh experiments/bestfound-h100-set14 bestfound-h100-14 "$cand" \
       "$digest" ;;
-  *) echo "s91.sh: PART=h200, a, b, score, models, tests, tests-c, tests-d or samples" >&2; exit 2 ;;
+  *) echo "s91.sh: PART=h200, a, b (rounds), score, models, tests, tests-c, tests-d or samples" >&2; exit 2 ;;
 esac
