@@ -1,11 +1,35 @@
 import os
+import uuid
 
 import pytest
+import sqlalchemy as sa
 
 # Each Inductor compile in the tests must run in this process, where the choices hook is installed.
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 SHIPPED_HEURISTICS = ("heuristics/h200.yaml", "heuristics/h100.yaml")
+
+
+PG = os.environ.get("INDUCTOR_TUNE_TEST_PG")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def storage(request, tmp_path):
+    """A new database: an SQLite file, or one on the PostgreSQL server INDUCTOR_TUNE_TEST_PG names (CI starts one),
+    dropped after the test."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'shared.sqlite'}"
+        return
+    if not PG:
+        pytest.skip("INDUCTOR_TUNE_TEST_PG is not set (CI sets it to a local PostgreSQL server)")
+    name = f"it_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(PG, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    yield sa.engine.make_url(PG).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"DROP DATABASE {name} WITH (FORCE)")
+    admin.dispose()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -80,28 +79,6 @@ def test_every_text_comes_back_exactly_whatever_its_form(tmp_path, text):
     stored = _rows(path, "select origin_json from it_crossmeasure")[0][0]
     assert stored.startswith("sha256[]:" if text in ('[[], ["a"]]', "[]") else "sha256:")
     assert [r.origin_json for r in store.crossmeasures()] == [text]
-
-
-PG = os.environ.get("INDUCTOR_TUNE_TEST_PG")
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def storage(request, tmp_path):
-    """A new database: an SQLite file, or one on the PostgreSQL server INDUCTOR_TUNE_TEST_PG names (as in
-    test_parallel)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'cm.sqlite'}"
-        return
-    if not PG:
-        pytest.skip("INDUCTOR_TUNE_TEST_PG is not set (CI sets it to a local PostgreSQL server)")
-    name = f"it_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(PG, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    yield sa.engine.make_url(PG).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"DROP DATABASE {name} WITH (FORCE)")
-    admin.dispose()
 
 
 def _writer(url, gpu_id, n):

@@ -5,15 +5,12 @@ against PostgreSQL; measurements are replayed from the recorded H200 trials.
 """
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import uuid
 
 import optuna
 import pytest
-import sqlalchemy as sa
 
 from inductor_tune.records import Outcome
 from inductor_tune.store import Store
@@ -29,25 +26,6 @@ workers: 2
 heartbeat: 1
 stale_after: 30
 """
-PG = os.environ.get("INDUCTOR_TUNE_TEST_PG")
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def storage(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'shared.sqlite'}"
-        return
-    if not PG:
-        pytest.skip("INDUCTOR_TUNE_TEST_PG is not set (CI sets it to a local PostgreSQL server)")
-    name = f"it_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(PG, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    yield sa.engine.make_url(PG).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"DROP DATABASE {name} WITH (FORCE)")
-
-
 def test_processes_share_a_study_set_without_loss_or_duplicates(storage, tmp_path):
     shutil.copy("db/quack.sqlite", tmp_path / "recorded.sqlite")
     (tmp_path / "parallel.yaml").write_text(EXPERIMENT)
