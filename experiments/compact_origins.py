@@ -130,11 +130,9 @@ def main(argv=None) -> int:
     except Refused as exc:
         return _error(exc)
     fd, tmp = tempfile.mkstemp(prefix=".compact-", suffix=".sqlite", dir=os.path.dirname(os.path.abspath(dst)))
+    os.fchmod(fd, 0o644)  # mkstemp makes it private; the databases in db/ are shared
     os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
     try:
-        os.chmod(tmp, 0o666 & ~umask)  # as a new file gets, not mkstemp's owner-only mode
         shutil.copyfile(src, tmp)
         before, lists = compact(src, tmp)
         try:

@@ -297,17 +297,17 @@ class Store:
         origins = fields.get("origin_json")
         if not isinstance(origins, str) or not self._has_origin_lists():
             return self._insert(CrossMeasureRecord(**fields))
-        for attempt in range(2):  # without insert-or-ignore, another process may add the list first
-            try:
-                with self.session() as s:
-                    record = CrossMeasureRecord(**dict(fields, origin_json=self.intern_origins(s, origins)))
-                    s.add(record)
-                    s.flush()
-                    return record.id
-            except StoreError:
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        try:
+            return self._insert_interned(fields, origins)
+        except StoreError:  # without insert-or-ignore, another process may have added a list first
+            return self._insert_interned(fields, origins)
+
+    def _insert_interned(self, fields: dict[str, Any], origins: str) -> int:
+        with self.session() as s:
+            record = CrossMeasureRecord(**dict(fields, origin_json=self.intern_origins(s, origins)))
+            s.add(record)
+            s.flush()
+            return record.id
 
     def intern_origins(self, conn: orm.Session | sa.Connection, origin_json: str) -> str:
         """The reference to ``origin_json`` in it_origin_list, its rows added there through ``conn`` if absent

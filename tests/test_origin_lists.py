@@ -109,6 +109,23 @@ def test_other_databases_look_the_list_up_before_adding_it(tmp_path, monkeypatch
     assert [r.origin_json for r in store.crossmeasures()] == [MANY, MANY]
 
 
+def test_a_writer_that_loses_the_race_for_a_list_tries_once_more(tmp_path, monkeypatch):
+    # Without insert-or-ignore, another process may add the same list between the look-up and the insert.
+    store = Store(f"sqlite:///{tmp_path}/cm.sqlite")
+    gpu_id = store.upsert_gpu(GPU, 4000.0)
+    intern, lost = Store.intern_origins, []
+
+    def race_once(self, conn, text):
+        if not lost:
+            lost.append(True)
+            raise StoreError("UNIQUE constraint failed: it_origin_list.digest")
+        return intern(self, conn, text)
+
+    monkeypatch.setattr(Store, "intern_origins", race_once)
+    store.add_crossmeasure(**_record(gpu_id, 1, MANY))
+    assert lost and [r.origin_json for r in store.crossmeasures()] == [MANY]
+
+
 def _make_schema_5(path):
     """A database as schema 5 wrote it: the list in the record, no it_origin_list."""
     store = _store(path, origins=())
