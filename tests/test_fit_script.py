@@ -9,7 +9,9 @@ split-autotune entries of tests/test_mix_e2e.py in place of its earlier ones, an
 is e75e39bd with three sweeping entries added. A refit is only comparable with them where the same script and
 databases still give their digests."""
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,3 +72,37 @@ def test_the_h100_candidate_of_stop_87_is_the_h100_fit_list_under_the_current_me
             assert old.config is None and "timed it at no N =" in old.evidence.note
             released.append((new.kind, new.reductions, new.rnumel[0]))
     assert len(released) == 9 and sum(kind == "mix_order" for kind, _, _ in released) == 8
+
+
+def _compiled_shapes(provenance) -> set:
+    """(kernel, rows, cols) of every problem the fit read: each study, and each shape's compiled problem
+    (a point of a multi-kernel problem names it as "(slot of ROWSxCOLS)")."""
+    found = set()
+    for study in provenance["studies"]:
+        kernel, shape = study.split(": ", 1)[1].split("@", 1)[0].split("/")[:2]
+        found.add((kernel, *map(int, shape.split("x"))))
+    for labels in provenance["shapes"].values():
+        for label in labels:
+            kernel, shape = label.split(" ", 2)[:2]
+            of = re.search(r"\(\S+ of (\d+)x(\d+)\)", label)
+            found.add((kernel, *((int(of[1]), int(of[2])) if of else map(int, shape.split("x")))))
+    return found
+
+
+def test_the_h100_refit_of_stop_91_is_its_fit_list_and_never_saw_held_out_set_14(tmp_path):
+    # experiments/candidates/h100-s91.yaml came back from the device (stop 92) and was committed before its one
+    # score on H100 set 14 (seed 2112, drawn at stop 89 before any of the refit's evidence existed). The CPU gives
+    # the same file from the committed databases, and no problem of set 14 is among the shapes the fit read.
+    out = tmp_path / "fit.yaml"
+    proc = subprocess.run(["bash", os.path.join(FITS, "fit-h100.sh"), os.path.join(FITS, "h100-s91.txt"), str(out)],
+                          capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    fitted = load(str(out))
+    assert fitted.digest() == load(os.path.join(fx.ROOT, "experiments", "candidates", "h100-s91.yaml")).digest()
+    assert fitted.digest().startswith("d7915d43")
+    with open(os.path.join(fx.ROOT, "experiments", "heldout", "h100-set14-draw.json"), encoding="utf-8") as fh:
+        held_out = {(kernel, rows, cols) for kernel, rows, cols, _ in json.load(fh)["problems"]}
+    read = _compiled_shapes(fitted.provenance)
+    assert len(read) > 3000 and len(held_out) == 300
+    assert not read & held_out
+    assert not {shape[1:] for shape in read} & {shape[1:] for shape in held_out}
