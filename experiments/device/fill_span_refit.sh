@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One H200 refit cycle on the device (docs/rules.md), resumable:
+# One refit cycle on the device (docs/rules.md), resumable; H200 unless GPU=h100:
 #
-#   bash experiments/device/fill_span_refit.sh STOP FILL SPAN SEED SET
+#   [GPU=h100] bash experiments/device/fill_span_refit.sh STOP FILL SPAN SEED SET
 #
 # e.g. `... 53 21 25 125 47`: fill FILL over the fit list experiments/fits/h200-sSTOP.txt without its last two lines
 # (the fill's and the span round's databases, in that order), the fit of that list without its span line
@@ -15,6 +15,12 @@
 # (the fits to experiments/candidates/, the databases to db/) and run it again. An empty family list (the fill
 # changed nothing) leaves no span round and no refit: the shipped file stays.
 #
+# GPU=h100 (stop 92) runs the same cycle for the H100: the fit list experiments/fits/h100-sSTOP.txt, the fits by
+# experiments/fits/fit-h100.sh, crossmeasure with --candidates-from H200 (the list holds H200 studies), the families
+# against heuristics/h100.yaml, the databases db/crossmeasure-h100-sSTOP-fillFILL.sqlite and -spanSPAN.sqlite, the
+# candidates experiments/candidates/h100-sSTOP{-prespan,}.yaml, and H100 held-out set SET
+# (experiments/heldout/h100-setSET-draw.json, db/heldout-h100-SET.sqlite). MULTI_KERNEL is H200-only.
+#
 # FILL_ARGS replaces the fill's choice of sets, `--fill-share 0.25` (stop 74's cycle: `--fill-share 0 --fill-shapes
 # 400`, candidates timed at any share, within 400 shapes to time; `crossmeasure --help`).
 #
@@ -25,26 +31,42 @@
 set -u
 cpu=; if [ "${1:-}" = "--cpu" ]; then cpu=1; shift; fi
 stop=$1; fill=$2; span=$3; seed=$4; set=$5
-fits=experiments/fits; list=$fits/h200-s$stop.txt
+gpu=${GPU:-h200}
+case "$gpu" in
+  h200) fit=fit.sh; from=; cm=db/crossmeasure-s$stop; draw=experiments/heldout/set$set-draw.json
+        gate_db=db/heldout$set.sqlite ;;
+  h100) fit=fit-h100.sh; from="--candidates-from H200 "; cm=db/crossmeasure-h100-s$stop
+        draw=experiments/heldout/h100-set$set-draw.json; gate_db=db/heldout-h100-$set.sqlite
+        [ -z "${MULTI_KERNEL:-}" ] || { echo "fill_span_refit.sh: MULTI_KERNEL is H200-only" >&2; exit 2; } ;;
+  *) echo "fill_span_refit.sh: GPU is h200 or h100, not $gpu" >&2; exit 2 ;;
+esac
+fits=experiments/fits; list=$fits/$gpu-s$stop.txt
 AV=$(ls experiments/heldout/*.json | paste -sd,)
 FILL=$(sed 1,2d $list | head -n -2 | paste -sd' ')
 PRE=$(sed 1,2d $list | head -n -1 | paste -sd' ')
-prespan=experiments/candidates/h200-s$stop-prespan.yaml; cand=experiments/candidates/h200-s$stop.yaml
-head -n -1 $list > /tmp/h200-s$stop-prespan.txt
+prespan=experiments/candidates/$gpu-s$stop-prespan.yaml; cand=experiments/candidates/$gpu-s$stop.yaml
+head -n -1 $list > /tmp/$gpu-s$stop-prespan.txt
 # fit.sh reads a list's unsplit probes, typed rules and column rules from the files beside it; the fit without the
 # span round reads the same ones.
 for side in unsplit typed outer; do
-  [ ! -f ${list%.txt}.$side ] || cp ${list%.txt}.$side /tmp/h200-s$stop-prespan.$side
+  [ ! -f ${list%.txt}.$side ] || cp ${list%.txt}.$side /tmp/$gpu-s$stop-prespan.$side
 done
 # With MULTI_KERNEL=k the refit gets multi-kernel entries of up to k configs per size group from the same list
 # (experiments/multikernel_fit.py, experiments/candidates/h200-sSTOP-mkK.yaml), and that file is the one scored.
-fit_prespan="bash $fits/fit.sh /tmp/h200-s$stop-prespan.txt $prespan"; fit_cand="bash $fits/fit.sh $list $cand"
+fit_prespan="bash $fits/$fit /tmp/$gpu-s$stop-prespan.txt $prespan"; fit_cand="bash $fits/$fit $list $cand"
 if [ -n "$cpu" ]; then
   if [ ! -f $prespan ]; then $fit_prespan
   elif [ ! -f $cand ]; then $fit_cand
   else echo "fill_span_refit.sh: $prespan and $cand exist: no fit is due" >&2; fi
   exit
 fi
+# A call for one GPU kind may run on the other (stops 84, 91, 92): one GPU's records in the other's databases would
+# enter its fit, so nothing is measured on a GPU the cycle is not for.
+have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$gpu:$have" in
+  "h200:NVIDIA H200"|"h100:NVIDIA H100"*) ;;
+  *) echo "fill_span_refit.sh: the $gpu cycle does not run on GPU 0 ($have): nothing run" >&2; exit 2 ;;
+esac
 if [ -n "${FITS_ON_CPU:-}" ]; then fit_prespan=false; fit_cand=false; fi
 scored=$cand; mk_step=()
 if [ -n "${MULTI_KERNEL:-}" ]; then
@@ -53,17 +75,17 @@ if [ -n "${MULTI_KERNEL:-}" ]; then
    $cand $scored --k $MULTI_KERNEL; } && cp $scored \$OUT/")
 fi
 BUDGET=${BUDGET:-560} bash experiments/device/steps.sh \
-  "[ -f $prespan ] || [ -f $cand ] || python3 -m inductor_tune crossmeasure $FILL --fill 2 \
+  "[ -f $prespan ] || [ -f $cand ] || python3 -m inductor_tune crossmeasure $FILL $from--fill 2 \
    ${FILL_ARGS:---fill-share 0.25} --max-configs 4 --rounds 3 --no-progress --avoid-draw $AV \
-   --storage db/crossmeasure-s$stop-fill$fill.sqlite \
+   --storage $cm-fill$fill.sqlite \
    && touch /tmp/fill$fill-done" \
   "[ -f $prespan ] || { [ -f /tmp/fill$fill-done ] && $fit_prespan; } \
-   && cp $prespan \$OUT/ && python3 $fits/changed_kernels.py heuristics/h200.yaml $prespan --held-back \
+   && cp $prespan \$OUT/ && python3 $fits/changed_kernels.py heuristics/$gpu.yaml $prespan --held-back \
    | grep . | tee /tmp/fams" \
-  "[ -f $cand ] || { [ -s /tmp/fams ] && python3 -m inductor_tune crossmeasure $PRE --kernels \$(cat /tmp/fams) \
+  "[ -f $cand ] || { [ -s /tmp/fams ] && python3 -m inductor_tune crossmeasure $PRE $from--kernels \$(cat /tmp/fams) \
    --span-probes 10 --edge-probes 1 --seed $seed --rounds 3 --no-progress --avoid-draw $AV \
-   --storage db/crossmeasure-s$stop-span$span.sqlite && touch /tmp/span$span-done; }" \
+   --storage $cm-span$span.sqlite && touch /tmp/span$span-done; }" \
   "[ -f $cand ] || { [ -f /tmp/span$span-done ] && $fit_cand; } && cp $cand \$OUT/" \
   "${mk_step[@]}" \
   "[ -f $scored ] && python3 -m inductor_tune validate $scored --no-progress \
-   --draw experiments/heldout/set$set-draw.json --rounds 3 --storage sqlite:///db/heldout$set.sqlite"
+   --draw $draw --rounds 3 --storage sqlite:///$gate_db"
