@@ -40,6 +40,15 @@ case "$gpu" in
         [ -z "${MULTI_KERNEL:-}" ] || { echo "fill_span_refit.sh: MULTI_KERNEL is H200-only" >&2; exit 2; } ;;
   *) echo "fill_span_refit.sh: GPU is h200 or h100, not $gpu" >&2; exit 2 ;;
 esac
+# A call for one GPU kind may run on the other (stops 84, 91, 92): one GPU's records in the other's databases would
+# enter its fit, so nothing is measured, or written, on a GPU the cycle is not for. The fits (--cpu) need no GPU.
+if [ -z "$cpu" ]; then
+  have=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  case "$gpu:$have" in
+    "h200:NVIDIA H200"|"h100:NVIDIA H100"*) ;;
+    *) echo "fill_span_refit.sh: the $gpu cycle does not run on GPU 0 (${have:-none}): nothing run" >&2; exit 2 ;;
+  esac
+fi
 fits=experiments/fits; list=$fits/$gpu-s$stop.txt
 AV=$(ls experiments/heldout/*.json | paste -sd,)
 FILL=$(sed 1,2d $list | head -n -2 | paste -sd' ')
@@ -60,13 +69,6 @@ if [ -n "$cpu" ]; then
   else echo "fill_span_refit.sh: $prespan and $cand exist: no fit is due" >&2; fi
   exit
 fi
-# A call for one GPU kind may run on the other (stops 84, 91, 92): one GPU's records in the other's databases would
-# enter its fit, so nothing is measured on a GPU the cycle is not for.
-have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case "$gpu:$have" in
-  "h200:NVIDIA H200"|"h100:NVIDIA H100"*) ;;
-  *) echo "fill_span_refit.sh: the $gpu cycle does not run on GPU 0 ($have): nothing run" >&2; exit 2 ;;
-esac
 if [ -n "${FITS_ON_CPU:-}" ]; then fit_prespan=false; fit_cand=false; fi
 scored=$cand; mk_step=()
 if [ -n "${MULTI_KERNEL:-}" ]; then
