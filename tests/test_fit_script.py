@@ -45,6 +45,18 @@ def test_the_shipped_h200_base_is_its_fit_list_with_the_column_rules_withdrawn(t
     assert [u for u in shipped.unsplit if not u.outer] == list(base.unsplit)
 
 
+def _h100_fit(tmp_path, fit_list: str, candidate: str, digest: str):
+    """fit-h100.sh on experiments/fits/FIT_LIST: the committed experiments/candidates/CANDIDATE, digest DIGEST."""
+    out = tmp_path / "fit.yaml"
+    proc = subprocess.run(["bash", os.path.join(FITS, "fit-h100.sh"), os.path.join(FITS, fit_list), str(out)],
+                          capture_output=True, text=True, cwd=fx.ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    fitted = load(str(out))
+    assert fitted.digest() == load(os.path.join(fx.ROOT, "experiments", "candidates", candidate)).digest()
+    assert fitted.digest().startswith(digest)
+    return fitted
+
+
 def test_the_h100_candidate_of_stop_87_is_the_h100_fit_list_under_the_current_method(tmp_path):
     # 4153ab03 (heuristics/h100.yaml's launch rules since stop 55) was fitted from experiments/fits/h100-s52.txt at
     # stop 54. Fitted again from the same databases by today's distill, its rules ship 9 more configs: each held back
@@ -52,13 +64,7 @@ def test_the_h100_candidate_of_stop_87_is_the_h100_fit_list_under_the_current_me
     # (a rule waits only for the classes it applies at, stop 68). fit-h100.sh adds the H100's A/B fits as 108c2c1d
     # has them, so the candidate launches differently from 108c2c1d only through those 9 configs (the notes
     # of 4 rules still held back name fewer classes).
-    out = tmp_path / "fit.yaml"
-    proc = subprocess.run(["bash", os.path.join(FITS, "fit-h100.sh"), os.path.join(FITS, "h100-s52.txt"), str(out)],
-                          capture_output=True, text=True, cwd=fx.ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    fitted = load(str(out))
-    assert fitted.digest() == load(os.path.join(fx.ROOT, "experiments", "candidates", "h100-s87.yaml")).digest()
-    assert fitted.digest().startswith("715d722d")
+    fitted = _h100_fit(tmp_path, "h100-s52.txt", "h100-s87.yaml", "715d722d")
     shipped = load(os.path.join(fx.ROOT, "experiments", "candidates", "h100-s85b.yaml"))  # 108c2c1d, shipped stop 86
     assert fitted.mix_autotune == shipped.mix_autotune and fitted.unsplit == shipped.unsplit == ()
     assert fitted.provenance["parameters"]["settle_applied_classes"] is True
@@ -93,13 +99,7 @@ def test_the_h100_refit_of_stop_91_is_its_fit_list_and_never_saw_held_out_set_14
     # experiments/candidates/h100-s91.yaml came back from the device (stop 92) and was committed before its one
     # score on H100 set 14 (seed 2112, drawn at stop 89 before any of the refit's evidence existed). The CPU gives
     # the same file from the committed databases, and no problem of set 14 is among the shapes the fit read.
-    out = tmp_path / "fit.yaml"
-    proc = subprocess.run(["bash", os.path.join(FITS, "fit-h100.sh"), os.path.join(FITS, "h100-s91.txt"), str(out)],
-                          capture_output=True, text=True, cwd=fx.ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    fitted = load(str(out))
-    assert fitted.digest() == load(os.path.join(fx.ROOT, "experiments", "candidates", "h100-s91.yaml")).digest()
-    assert fitted.digest().startswith("d7915d43")
+    fitted = _h100_fit(tmp_path, "h100-s91.txt", "h100-s91.yaml", "d7915d43")
     with open(os.path.join(fx.ROOT, "experiments", "heldout", "h100-set14-draw.json"), encoding="utf-8") as fh:
         held_out = {(kernel, rows, cols) for kernel, rows, cols, _ in json.load(fh)["problems"]}
     read = _compiled_shapes(fitted.provenance)
