@@ -71,3 +71,51 @@ def test_a_gpu_the_cycle_is_not_for_runs_and_writes_nothing(tmp_path, gpu_name, 
     done, calls, out = _run(tmp_path, gpu_name, 9203, ["1", "3", "913", "15"], **env)
     assert done.returncode == 2 and done.stderr.strip() == f"fill_span_refit.sh: {message}"
     assert calls == [] and not any(out.iterdir())
+
+
+def _call_s93(tmp_path, gpu_name, kept=(), committed=()):
+    """experiments/device/calls/s93.sh in a tree of its own, with stand-ins for the two scripts it runs (each records
+    its environment and writes what its step would) and for nvidia-smi; ``kept`` files start in .devkeep."""
+    work, bin_dir = tmp_path / "work", tmp_path / "bin"
+    for sub in ("experiments/device/calls", "experiments/candidates", "db", ".devkeep"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+    shutil.copy(DEVICE / "calls" / "s93.sh", work / "experiments" / "device" / "calls" / "s93.sh")
+    (work / "experiments" / "device" / "fill_span_refit.sh").write_text(
+        f'echo "h100 $GPU $FILL_ARGS $BUDGET $*" >> {tmp_path / "ran.txt"}\n'
+        "ls db experiments/candidates >> " + str(tmp_path / "seen.txt") + "\n"
+        "echo fill > db/crossmeasure-h100-s92-fill1.sqlite; echo fit > experiments/candidates/h100-s92-prespan.yaml\n")
+    (work / "experiments" / "device" / "calls" / "h200-after-s84.sh").write_text(
+        f'echo "h200 $BUDGET" >> {tmp_path / "ran.txt"}\necho retime > db/mix-e2e-sweep-retime.sqlite\n')
+    for name, text in kept:
+        (work / ".devkeep" / name).write_text(text)
+    for path, text in committed:
+        (work / path).write_text(text)
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\necho '{gpu_name}'\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    done = subprocess.run(["bash", "experiments/device/calls/s93.sh"], cwd=work, capture_output=True, text=True,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "BUDGET": "540"}, timeout=60)
+    ran = (tmp_path / "ran.txt").read_text().splitlines() if (tmp_path / "ran.txt").exists() else []
+    return done, ran, work
+
+
+def test_the_stop_93_call_runs_the_h100_cycle_and_keeps_what_it_wrote_for_the_next_call(tmp_path):
+    done, ran, work = _call_s93(tmp_path, "NVIDIA H100 80GB HBM3",
+                                kept=[("crossmeasure-h100-s92-span3.sqlite", "span"), ("h100-s92.yaml", "kept")],
+                                committed=[("experiments/candidates/h100-s92.yaml", "committed")])
+    assert done.returncode == 0, done.stderr
+    assert ran == ["h100 h100 --fill-share 0.25 --fill-shapes 400 540 92 1 3 913 15"]
+    # What an earlier call kept is back before the cycle starts; a fit committed here is not overwritten.
+    assert "crossmeasure-h100-s92-span3.sqlite" in (tmp_path / "seen.txt").read_text().split()
+    assert (work / "experiments" / "candidates" / "h100-s92.yaml").read_text() == "committed"
+    kept = {p.name for p in (work / ".devkeep").iterdir()}
+    assert {"crossmeasure-h100-s92-fill1.sqlite", "h100-s92-prespan.yaml"} <= kept
+
+
+@pytest.mark.parametrize("gpu_name, ran, rc", [("NVIDIA H200", ["h200 540"], 0), ("NVIDIA A100-SXM4-80GB", [], 2)])
+def test_the_stop_93_call_runs_the_h200_items_on_an_h200_and_nothing_elsewhere(tmp_path, gpu_name, ran, rc):
+    done, got, work = _call_s93(tmp_path, gpu_name)
+    assert (done.returncode, got) == (rc, ran)
+    assert ((work / ".devkeep" / "mix-e2e-sweep-retime.sqlite").exists()) == (rc == 0)
+    if rc:
+        assert done.stderr.strip() == f"s93.sh: no item for GPU 0 ({gpu_name})"
