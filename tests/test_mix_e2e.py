@@ -272,8 +272,8 @@ def test_the_h100_candidate_is_the_sweeping_fit_of_its_four_h100_records(tmp_pat
     assert _an_entry_reaches_the_fused_backwards_of(fitted, "gpt2-768-t32768")
     # With the fresh compile of those problems as a fifth record, the entry of rows 65537.. loses its cell (a problem
     # there tied at 1.000): experiments/candidates/h100-s85b.yaml (108c2c1d), which passed H100 held-out set 12 and
-    # shipped as heuristics/h100.yaml at stop 86; since stop 89 the file is a refit with this entry (stop 87's, then from
-    # stop 93 stop 91's).
+    # shipped as heuristics/h100.yaml at stop 86; since stop 89 the shipped file is a refit that keeps this entry: stop
+    # 87's until stop 92, stop 91's since stop 93.
     (tmp_path / "fit.yaml").unlink()
     proc, out = _run_fit(tmp_path, H100_S54,
                          H100_SWEEP_RECORDS + ("sweep-h100-retime",), "--sweep")

@@ -12,11 +12,14 @@
 set -u
 B=${BUDGET:-560}
 keep=.devkeep
-kept_dbs="db/crossmeasure-h100-s92-*.sqlite db/heldout-h100-15.sqlite db/mix-e2e-sweep-retime.sqlite db/bestfound72*.sqlite"
+kept_dbs="db/crossmeasure-h100-s92-*.sqlite db/heldout-h100-15.sqlite db/mix-e2e-sweep-retime.sqlite
+ db/bestfound72*.sqlite"
 mkdir -p $keep
 for f in $keep/*.sqlite; do [ ! -e "$f" ] || cp "$f" db/; done
 # A fit committed here wins over the one an earlier call kept: the cycle does not fit again what exists.
-for f in $keep/*.yaml; do [ ! -e "$f" ] || [ -e "experiments/candidates/${f##*/}" ] || cp "$f" experiments/candidates/; done
+for f in $keep/*.yaml; do
+  [ ! -e "$f" ] || [ -e "experiments/candidates/${f##*/}" ] || cp "$f" experiments/candidates/
+done
 have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$have" in
   "NVIDIA H200") BUDGET=$B bash experiments/device/calls/h200-after-s84.sh ;;
