@@ -9,7 +9,6 @@ split-autotune entries of tests/test_mix_e2e.py in place of its earlier ones, an
 is e75e39bd with three sweeping entries added. A refit is only comparable with them where the same script and
 databases still give their digests."""
 
-import json
 import os
 import re
 import shutil
@@ -100,8 +99,10 @@ def test_the_h100_refit_of_stop_91_is_its_fit_list_and_never_saw_held_out_set_14
     # score on H100 set 14 (seed 2112, drawn at stop 89 before any of the refit's evidence existed). The CPU gives
     # the same file from the committed databases, and no problem of set 14 is among the shapes the fit read.
     fitted = _h100_fit(tmp_path, "h100-s91.txt", "h100-s91.yaml", "d7915d43")
+    from inductor_tune.gate import Draw
+
     with open(os.path.join(fx.ROOT, "experiments", "heldout", "h100-set14-draw.json"), encoding="utf-8") as fh:
-        held_out = {(kernel, rows, cols) for kernel, rows, cols, _ in json.load(fh)["problems"]}
+        held_out = {(kernel, rows, cols) for kernel, rows, cols, _ in Draw.from_json(fh.read()).problems}
     read = _compiled_shapes(fitted.provenance)
     assert len(read) > 3000 and len(held_out) == 300
     assert not read & held_out
