@@ -107,3 +107,19 @@ def test_the_h100_refit_of_stop_91_is_its_fit_list_and_never_saw_held_out_set_14
     assert len(read) > 3000 and len(held_out) == 300
     assert not read & held_out
     assert not {shape[1:] for shape in read} & {shape[1:] for shape in held_out}
+
+
+def test_the_h100_refit_of_stop_92_is_its_fit_list_and_never_saw_held_out_set_15(tmp_path):
+    # experiments/candidates/h100-s92.yaml (d7915d43's list plus fill 1 and span round 3) was fitted on the device and
+    # scored there once on H100 set 15 (seed 2113, drawn at stop 92 before fill 1 and span round 3 existed) in the
+    # same call (stop 94). The CPU gives the same file from the committed databases, so the score read this fit and
+    # no other, and no problem or shape of set 15 is among those the fit read.
+    fitted = _h100_fit(tmp_path, "h100-s92.txt", "h100-s92.yaml", "7fcb9a96")
+    from inductor_tune.gate import Draw
+
+    with open(os.path.join(fx.ROOT, "experiments", "heldout", "h100-set15-draw.json"), encoding="utf-8") as fh:
+        held_out = {(kernel, rows, cols) for kernel, rows, cols, _ in Draw.from_json(fh.read()).problems}
+    read = _compiled_shapes(fitted.provenance)
+    assert len(read) > 3000 and len(held_out) == 300
+    assert not read & held_out
+    assert not {shape[1:] for shape in read} & {shape[1:] for shape in held_out}
