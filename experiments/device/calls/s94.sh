@@ -5,8 +5,9 @@
 #           models   its six model steps, 5 rounds (db/models-h100-s92{,b}.sqlite; 388 s at stop 93);
 #           tests-c  the GPU tests of part c with it installed as heuristics/h100.yaml (108 s);
 #           tests-d  those of part d (282 s);
-#           samples  set 15's clean best found: the studies at its 12 samples (experiments/bestfound-h100-set15{,-large},
-#                    drawn with the set at stop 92; no fit reads them) and both suites validated with it (246 s).
+#           samples  set 15's clean best found: the studies at its 12 samples
+#                    (experiments/bestfound-h100-set15{,-large}, drawn with the set at stop 92; no fit reads them) and
+#                    both suites validated with it (246 s).
 #         A part starts only where its time (ESTIMATE below, with a margin) fits in what is left of BUDGET, since a
 #         model step or a test run cut short brings back nothing to keep; one that does not fit is left for the next
 #         call. A part whose steps all ended with status 0 is marked in .devkeep and skipped by the next call on the
@@ -26,14 +27,18 @@ run_part() {
   local left=$1
   case $2 in
     models) BUDGET=$left bash experiments/device/steps.sh \
-        "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h100-s92.sqlite \
-         --models llama-2048,llama-4096,gpt2-2048,gpt2-768-t32768 2>&1 | grep -v 'Warning\|warn\|^$' | tail -10" \
-        "python3 -m inductor_tune validate $cand --no-progress --rounds 5 --storage sqlite:///db/models-h100-s92b.sqlite \
-         --models llama-8192,gpt2-1024 2>&1 | grep -v 'Warning\|warn\|^$' | tail -10" ;;
+        "python3 -m inductor_tune validate $cand --no-progress --rounds 5 \
+         --storage sqlite:///db/models-h100-s92.sqlite --models llama-2048,llama-4096,gpt2-2048,gpt2-768-t32768 \
+         2>&1 | grep -v 'Warning\|warn\|^$' | tail -10" \
+        "python3 -m inductor_tune validate $cand --no-progress --rounds 5 \
+         --storage sqlite:///db/models-h100-s92b.sqlite --models llama-8192,gpt2-1024 \
+         2>&1 | grep -v 'Warning\|warn\|^$' | tail -10" ;;
     tests-c|tests-d) PART=$2 BUDGET=$left bash experiments/device/candidate_parts.sh $cand 15 92 ;;
     samples)
-      digest=$(python3 -c "from inductor_tune.runtime.rulefile import load; print(load('$cand').digest()[:8])") || return 2
-      BUDGET=$left bash experiments/device/bestfound.sh experiments/bestfound-h100-set15 bestfound-h100-15 $cand "$digest" ;;
+      digest=$(python3 -c "from inductor_tune.runtime.rulefile import load; print(load('$cand').digest()[:8])") \
+        || return 2
+      BUDGET=$left bash experiments/device/bestfound.sh experiments/bestfound-h100-set15 bestfound-h100-15 $cand \
+        "$digest" ;;
   esac
 }
 have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -44,7 +49,8 @@ case "$have" in
 esac
 parts=${PART:-models,tests-c,tests-d,samples}
 for part in ${parts//,/ }; do
-  [ -n "${ESTIMATE[$part]:-}" ] || { echo "s94.sh: PART is a comma list of models, tests-c, tests-d, samples" >&2; exit 2; }
+  [ -n "${ESTIMATE[$part]:-}" ] \
+    || { echo "s94.sh: PART is a comma list of models, tests-c, tests-d, samples" >&2; exit 2; }
 done
 rc=0
 for part in ${parts//,/ }; do
