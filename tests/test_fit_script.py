@@ -94,19 +94,23 @@ def _compiled_shapes(provenance) -> set:
     return found
 
 
-def test_the_h100_refit_of_stop_91_is_its_fit_list_and_never_saw_held_out_set_14(tmp_path):
-    # experiments/candidates/h100-s91.yaml came back from the device (stop 92) and was committed before its one
-    # score on H100 set 14 (seed 2112, drawn at stop 89 before any of the refit's evidence existed). The CPU gives
-    # the same file from the committed databases, and no problem of set 14 is among the shapes the fit read.
-    fitted = _h100_fit(tmp_path, "h100-s91.txt", "h100-s91.yaml", "d7915d43")
+def _never_saw(fitted, draw: str) -> None:
+    """No problem of the held-out draw experiments/heldout/DRAW, nor its shape, is among those the fit read."""
     from inductor_tune.gate import Draw
 
-    with open(os.path.join(fx.ROOT, "experiments", "heldout", "h100-set14-draw.json"), encoding="utf-8") as fh:
+    with open(os.path.join(fx.ROOT, "experiments", "heldout", draw), encoding="utf-8") as fh:
         held_out = {(kernel, rows, cols) for kernel, rows, cols, _ in Draw.from_json(fh.read()).problems}
     read = _compiled_shapes(fitted.provenance)
     assert len(read) > 3000 and len(held_out) == 300
     assert not read & held_out
     assert not {shape[1:] for shape in read} & {shape[1:] for shape in held_out}
+
+
+def test_the_h100_refit_of_stop_91_is_its_fit_list_and_never_saw_held_out_set_14(tmp_path):
+    # experiments/candidates/h100-s91.yaml came back from the device (stop 92) and was committed before its one
+    # score on H100 set 14 (seed 2112, drawn at stop 89 before any of the refit's evidence existed). The CPU gives
+    # the same file from the committed databases, and no problem of set 14 is among the shapes the fit read.
+    _never_saw(_h100_fit(tmp_path, "h100-s91.txt", "h100-s91.yaml", "d7915d43"), "h100-set14-draw.json")
 
 
 def test_the_h100_refit_of_stop_92_is_its_fit_list_and_never_saw_held_out_set_15(tmp_path):
@@ -114,12 +118,4 @@ def test_the_h100_refit_of_stop_92_is_its_fit_list_and_never_saw_held_out_set_15
     # scored there once on H100 set 15 (seed 2113, drawn at stop 92 before fill 1 and span round 3 existed) in the
     # same call (stop 94). The CPU gives the same file from the committed databases, so the score read this fit and
     # no other, and no problem or shape of set 15 is among those the fit read.
-    fitted = _h100_fit(tmp_path, "h100-s92.txt", "h100-s92.yaml", "7fcb9a96")
-    from inductor_tune.gate import Draw
-
-    with open(os.path.join(fx.ROOT, "experiments", "heldout", "h100-set15-draw.json"), encoding="utf-8") as fh:
-        held_out = {(kernel, rows, cols) for kernel, rows, cols, _ in Draw.from_json(fh.read()).problems}
-    read = _compiled_shapes(fitted.provenance)
-    assert len(read) > 3000 and len(held_out) == 300
-    assert not read & held_out
-    assert not {shape[1:] for shape in read} & {shape[1:] for shape in held_out}
+    _never_saw(_h100_fit(tmp_path, "h100-s92.txt", "h100-s92.yaml", "7fcb9a96"), "h100-set15-draw.json")

@@ -273,7 +273,7 @@ def test_the_h100_candidate_is_the_sweeping_fit_of_its_four_h100_records(tmp_pat
     # With the fresh compile of those problems as a fifth record, the entry of rows 65537.. loses its cell (a problem
     # there tied at 1.000): experiments/candidates/h100-s85b.yaml (108c2c1d), which passed H100 held-out set 12 and
     # shipped as heuristics/h100.yaml at stop 86; since stop 89 the shipped file is a refit that keeps this entry: stop
-    # 87's until stop 92, stop 91's since stop 93.
+    # 87's until stop 92, stop 91's at stop 93, and since stop 94 stop 91's with 8 launch configs withdrawn.
     (tmp_path / "fit.yaml").unlink()
     proc, out = _run_fit(tmp_path, H100_S54,
                          H100_SWEEP_RECORDS + ("sweep-h100-retime",), "--sweep")
@@ -283,7 +283,7 @@ def test_the_h100_candidate_is_the_sweeping_fit_of_its_four_h100_records(tmp_pat
     assert [(e.rows, e.cols) for e in refit.mix_autotune] == [((16843, 60458), (519, 1005))]
     assert _an_entry_reaches_the_fused_backwards_of(refit, "gpt2-768-t32768")
     shipped = heuristics.load(os.path.join(fx.ROOT, "heuristics", "h100.yaml"))
-    candidate = heuristics.load(os.path.join(fx.ROOT, "experiments", "candidates", "h100-s91.yaml"))
+    candidate = heuristics.load(os.path.join(fx.ROOT, "experiments", "candidates", "h100-s91-audited.yaml"))
     assert shipped.digest() == candidate.digest()
     assert shipped.mix_autotune == refit.mix_autotune and shipped.unsplit == refit.unsplit
 

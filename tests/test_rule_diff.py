@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(ROOT, "experiments"))
 import gap_rules  # noqa: E402
 import rule_diff  # noqa: E402
 
-SHIPPED = os.path.join(ROOT, "heuristics", "h100.yaml")  # d7915d43
+SHIPPED = os.path.join(ROOT, "experiments", "candidates", "h100-s91.yaml")  # d7915d43, shipped at stop 93
 REFIT = os.path.join(ROOT, "experiments", "candidates", "h100-s92.yaml")  # 7fcb9a96
 SET15 = os.path.join(ROOT, "db", "heldout-h100-15.sqlite")  # 7fcb9a96's one score (stop 94)
 
