@@ -26,6 +26,7 @@ import sys
 import fit_loo
 
 from inductor_tune import heuristics
+from inductor_tune.evidence import DistillError
 from inductor_tune.fitparams import FitParams, probe_loss
 
 
@@ -81,7 +82,11 @@ def main(argv=None) -> int:
     except heuristics.HeuristicsError as exc:
         print(f"audit_rules.py: error: {exc}", file=sys.stderr)
         return 2
-    points = fit_loo.load(args.fit_list, args.gpu, args.candidates_from)
+    try:
+        points = fit_loo.load(args.fit_list, args.gpu, args.candidates_from)
+    except (OSError, DistillError) as exc:
+        print(f"audit_rules.py: error: {exc}", file=sys.stderr)
+        return 2
     failures, held, untimed = audit(heur, points)
     print(f"{args.heuristics} ({heur.digest()[:8]}) against {args.fit_list}: {len(points)} shapes; at the shapes its "
           f"config rules cover, {held} held, {sum(map(len, failures.values()))} lost beyond noise or failed, "

@@ -68,6 +68,10 @@ def test_withdraw_never_writes_over_the_file_it_audits(tmp_path, capsys):
     assert audit_rules.main([*args, "--withdraw", str(target), "--why", "x"]) == 2
     assert audit_rules.main([*args, "--withdraw", str(tmp_path / "out.yaml")]) == 2
     assert target.read_bytes() == before and not (tmp_path / "out.yaml").exists()
+    missing = tmp_path / "list.txt"
+    missing.write_text("# a fit list\n#\ndb/no-such.sqlite\n")
+    assert audit_rules.main([str(target), str(missing), "--gpu", "H100"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["audit_rules.py: error: --withdraw would write over the file it audits",
-                   "audit_rules.py: error: --withdraw needs --why"]
+                   "audit_rules.py: error: --withdraw needs --why",
+                   "audit_rules.py: error: no database at db/no-such.sqlite"]

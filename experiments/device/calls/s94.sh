@@ -13,7 +13,9 @@
 #         call. A part whose steps all ended with status 0 is marked in .devkeep and skipped by the next call on the
 #         same warm machine; a fresh machine has no .devkeep, so name the parts left in PART there. samples resumes
 #         (bestfound.sh); it and models keep their databases in .devkeep.
-#   H200: the H200 items of s93.sh (h200-after-s84.sh).
+#   H200: fresh rounds of the shipped heuristics/h200.yaml at experiments/retime94 (the one probe where its audit finds
+#         a config losing, and two neighbours; db/retime94-86f2b08c.sqlite, about 60 s), then the H200 items of s93.sh
+#         (h200-after-s84.sh) with what is left of BUDGET.
 # Pack as item 0 says; start with `tar xJf .carry/db.tar.xz && source .devdeps/env.sh && BUDGET=575 bash
 # experiments/device/calls/s94.sh > $OUT/s94.out 2>&1` (steps.sh appends each step's output to $OUT/log).
 set -u
@@ -43,7 +45,12 @@ run_part() {
 }
 have=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$have" in
-  "NVIDIA H200") exec env BUDGET=$B bash experiments/device/calls/h200-after-s84.sh ;;
+  "NVIDIA H200")
+    [ -f db/retime94-86f2b08c.sqlite ] || BUDGET=$B bash experiments/device/steps.sh \
+      "python3 -m inductor_tune validate heuristics/h200.yaml --suite experiments/retime94/problems.yaml --rounds 5 \
+       --no-progress --storage sqlite:///db/retime94-86f2b08c.sqlite 2>&1 | tail -8"
+    [ ! -f db/retime94-86f2b08c.sqlite ] || cp db/retime94-86f2b08c.sqlite $keep/
+    exec env BUDGET=$((B - ($(date +%s) - T0))) bash experiments/device/calls/h200-after-s84.sh ;;
   "NVIDIA H100"*) ;;
   *) echo "s94.sh: no item for GPU 0 (${have:-none})" >&2; exit 2 ;;
 esac
