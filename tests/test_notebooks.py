@@ -79,7 +79,9 @@ def _execute(name: str, monkeypatch, **parameters):
     assert not any(o.output_type == "error" for o in outputs)
     # The notebooks start (and run) without warnings: nothing on stderr.
     assert [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"] == []
-    text = "\n".join(o.get("text", "") for o in outputs)
+    # A print may reach nbclient as several stream messages (the kernel flushes on a timer, and a busy CI machine
+    # once split "kernels drawn: softmax_fwd" in two), so a cell's stream text is joined as the stream wrote it.
+    text = "\n".join("".join(o.get("text", "") for o in c.outputs) for c in nb.cells if c.cell_type == "code")
     return text, [o for o in outputs if "image/png" in o.get("data", {})]
 
 
