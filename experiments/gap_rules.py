@@ -35,11 +35,16 @@ def gap_problems(db_paths, min_gain):
     return sorted(out, key=lambda pair: -pair[0].best_found().ratio_to_default)
 
 
-def slot_rules(heur, rec):
-    """(slot, Inductor's reduction hint, rule or None) for every reduction kernel of one validation record."""
+def record_slots(rec):
+    """(the kernels one validation record compiled, Inductor's reduction hint of each by slot key)."""
     result = json.loads(rec.result_json)
     slots = [KernelSlot(**s) for s in result.get("slots") or []]
-    hints = heuristics.slot_hints(slots, json.dumps(result.get("default_choice") or []))
+    return slots, heuristics.slot_hints(slots, json.dumps(result.get("default_choice") or []))
+
+
+def slot_rules(heur, rec):
+    """(slot, Inductor's reduction hint, rule or None) for every reduction kernel of one validation record."""
+    slots, hints = record_slots(rec)
     return [(slot, hints.get(slot.key), heuristics.rule_for_slot(heur, slot, rec.dtype, hints.get(slot.key)))
             for slot in slots]
 

@@ -14,14 +14,12 @@ entries (`mix_autotune`) are left out: both files' entries are printed when they
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 
 import gap_rules
 
 from inductor_tune import heuristics
-from inductor_tune.runtime.launch import KernelSlot
 from inductor_tune.validate import HEURISTICS
 
 
@@ -55,9 +53,7 @@ def rule_changes(old, new) -> list[str]:
 
 def forcing(heur, rec) -> bool:
     """Whether the compile of this validated problem under ``heur`` forces a config on any of its kernels."""
-    result = json.loads(rec.result_json)
-    slots = [KernelSlot(**s) for s in result.get("slots") or []]
-    hints = heuristics.slot_hints(slots, json.dumps(result.get("default_choice") or []))
+    slots, hints = gap_rules.record_slots(rec)
     return heuristics.trial_config(heur, slots, rec.dtype, hints) != heuristics.INDUCTOR_DEFAULT
 
 

@@ -66,7 +66,7 @@ for part in ${parts//,/ }; do
   if [ "$left" -lt "${ESTIMATE[$part]}" ]; then
     echo "s94.sh: $part left for the next call (${ESTIMATE[$part]} s, $left s left)" >&2; continue
   fi
-  seen=$(cat "$OUT/log" 2>/dev/null | wc -l)
+  seen=$( { wc -l < "$OUT/log"; } 2>/dev/null || echo 0)
   run_part $left $part
   # steps.sh logs each step's status; a part is finished only where none of its steps failed, was cut or was skipped
   if tail -n +$((seen + 1)) "$OUT/log" 2>/dev/null | grep -q "^== rc=[1-9]\|^== skipped"; then rc=1
